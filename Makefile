@@ -1,0 +1,55 @@
+# The two commands of README.md: `make run` and `make test`. Both share one build in build/.
+BUILD := build
+CMAKE_FLAGS ?=
+MODEL ?= models/myriad-tiny
+FUZZ_RUNS ?= 200000
+
+.PHONY: all deps test-deps configure build run test unit-test fuzz bench format clean
+
+all: build
+
+deps:
+	@bash tools/install_deps.sh
+
+test-deps:
+	@bash tools/install_deps.sh --test
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: deps configure
+	@start=$$(date +%s); cmake --build $(BUILD); echo "build: $$(( $$(date +%s) - start )) s"
+
+run: build
+	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 163584,163587,1,2,3 --max-tokens 16
+
+unit-test:
+	@start=$$(date +%s); ctest --test-dir $(BUILD) -LE gpu --output-on-failure -j $$(nproc); \
+	 rc=$$?; echo "ctest: $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# libFuzzer targets need clang: a separate small build of the parsers only.
+fuzz:
+	@start=$$(date +%s); \
+	 cmake -S fuzz -B $(BUILD)/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null && \
+	 cmake --build $(BUILD)/fuzz && \
+	 for t in $(BUILD)/fuzz/fuzz_*; do \
+	   name=$$(basename $$t); mkdir -p $(BUILD)/fuzz/corpus-$$name; \
+	   $$t -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 $(BUILD)/fuzz/corpus-$$name fuzz/corpus/$$name \
+	     2>$(BUILD)/fuzz/$$name.log || { tail -40 $(BUILD)/fuzz/$$name.log; exit 1; }; \
+	   tail -1 $(BUILD)/fuzz/$$name.log; \
+	 done; echo "fuzz: $$(( $$(date +%s) - start )) s"
+
+test: test-deps build
+	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory fuzz
+
+bench: build
+	bash bench/run_cpu.sh
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD)
