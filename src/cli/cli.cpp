@@ -1,12 +1,49 @@
 #include "cli/cli.h"
 
 #include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "util/error.h"
+#include "util/log.h"
 
 namespace myriad::cli {
 
-int main(int, char**) {
-    std::puts("myriad");
-    return 0;
+int main(int argc, char** argv) {
+    CLI::App app{"myriad: plans, serves and operates DeepSeek-V3-family MoE models"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "every subcommand's flags");
+    bool quiet = false;
+    app.add_flag("-q,--quiet", quiet, "print warnings and errors only");
+    std::map<CLI::App*, Run> runs;
+    auto add = [&](const char* name, const char* help, Run (*fn)(CLI::App&)) {
+        CLI::App* sub = app.add_subcommand(name, help);
+        runs[sub] = fn(*sub);
+    };
+    add("generate", "one-shot greedy generation from token ids", add_generate);
+    add("inspect", "config, tensors, bytes by dtype and per rank", add_inspect);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "myriad: %s (see myriad --help)\n", e.what());
+        return 2;
+    }
+    if (quiet) log::set_level(log::Level::Warn);
+    try {
+        for (auto& [sub, run] : runs)
+            if (sub->parsed()) return run();
+    } catch (const Error& e) {
+        std::fprintf(stderr, "myriad: error: %s\n", e.what());
+        return e.exit_status();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "myriad: error: %s\n", e.what());
+        return 1;
+    }
+    return 1;
 }
 
 }  // namespace myriad::cli

@@ -1,0 +1,19 @@
+// The subcommands. Each registers its flags on the CLI11 app and returns the function to run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace myriad::cli {
+
+using Run = std::function<int()>;
+
+Run add_generate(CLI::App& app);
+Run add_inspect(CLI::App& app);
+
+// MODEL as given, or the shipped model when empty.
+std::string resolve_model(const std::string& model);
+
+}  // namespace myriad::cli

@@ -1,0 +1,106 @@
+// myriad inspect: what a checkpoint holds and what each tensor-parallel rank would hold.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "format/checkpoint.h"
+#include "model/model_config.h"
+#include "model/tensor_layout.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace myriad::cli {
+
+namespace {
+
+std::string human_bytes(double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024.0 && u < 4) {
+        b /= 1024.0;
+        ++u;
+    }
+    return fmt::format("{:.2f} {}", b, units[u]);
+}
+
+int run_inspect(const std::string& model_arg, int tp) {
+    const std::string dir = resolve_model(model_arg);
+    ModelConfig c = load_model_config(dir);
+    Checkpoint ckpt = Checkpoint::open(dir);
+    validate_checkpoint(c, ckpt);
+    if (tp < 1) bad_input("--tp {} must be at least 1", tp);
+    validate_tp(c, tp);
+
+    std::printf("model        %s\n", dir.c_str());
+    std::printf("model_type   %s%s\n", c.model_type.c_str(),
+                c.multimodal ? fmt::format(" (text model of {})", c.outer_model_type).c_str() : "");
+    std::printf("layers       %lld (%lld dense, then MoE)\n", (long long)c.num_hidden_layers,
+                (long long)c.first_k_dense_replace);
+    std::printf("hidden       %lld, vocab %lld, intermediate %lld\n", (long long)c.hidden_size,
+                (long long)c.vocab_size, (long long)c.intermediate_size);
+    std::printf("attention    MLA, %lld heads, q_lora_rank %s, kv_lora_rank %lld, "
+                "qk_nope %lld, qk_rope %lld, v %lld\n",
+                (long long)c.num_attention_heads,
+                c.q_lora_rank ? std::to_string(c.q_lora_rank).c_str() : "null",
+                (long long)c.kv_lora_rank, (long long)c.qk_nope_head_dim,
+                (long long)c.qk_rope_head_dim, (long long)c.v_head_dim);
+    std::printf("experts      %lld routed (top %lld, %lld groups, top %lld groups), %lld shared, "
+                "width %lld, scaling %.4g, norm_topk_prob %s\n",
+                (long long)c.n_routed_experts, (long long)c.num_experts_per_tok,
+                (long long)c.n_group, (long long)c.topk_group, (long long)c.n_shared_experts,
+                (long long)c.moe_intermediate_size, c.routed_scaling_factor,
+                c.norm_topk_prob ? "true" : "false");
+    if (c.rope_scaling.yarn)
+        std::printf("rope         theta %g, YaRN factor %g over %lld, mscale %g / %g\n",
+                    c.rope_theta, c.rope_scaling.factor,
+                    (long long)c.rope_scaling.original_max_position_embeddings,
+                    c.rope_scaling.mscale, c.rope_scaling.mscale_all_dim);
+    else
+        std::printf("rope         theta %g, no scaling\n", c.rope_theta);
+    std::printf("context      %lld positions\n", (long long)c.max_position_embeddings);
+
+    const std::string prefix = text_model_prefix(c, ckpt);
+    std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // count, bytes
+    int64_t total = 0, count = 0;
+    for (const auto& name : ckpt.names()) {
+        TensorView v = ckpt.get(name);
+        auto& e = by_dtype[std::string(dtype_name(v.dtype()))];
+        ++e.first;
+        e.second += static_cast<int64_t>(v.nbytes());
+        total += static_cast<int64_t>(v.nbytes());
+        ++count;
+    }
+    std::printf("tensors      %lld in %zu file(s), %s\n", (long long)count, ckpt.files().size(),
+                human_bytes(static_cast<double>(total)).c_str());
+    for (const auto& [dt, e] : by_dtype)
+        std::printf("  %-10s %6lld tensors  %s\n", dt.c_str(), (long long)e.first,
+                    human_bytes(static_cast<double>(e.second)).c_str());
+
+    int64_t sharded = 0, replicated = 0;
+    for (const auto& t : expected_tensors(c)) {
+        TensorView v = ckpt.get(prefix + t.name);
+        int64_t b = shard_bytes(t.shape, t.shard, static_cast<int64_t>(dtype_size(v.dtype())), tp);
+        (t.shard == ShardKind::Replicated ? replicated : sharded) += b;
+    }
+    std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
+                human_bytes(static_cast<double>(sharded + replicated)).c_str(),
+                human_bytes(static_cast<double>(sharded)).c_str(),
+                human_bytes(static_cast<double>(replicated)).c_str());
+    const int64_t kv_token = c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim);
+    std::printf("KV cache     %lld values per token (MLA latent, every rank): %s in BF16\n",
+                (long long)kv_token, human_bytes(static_cast<double>(kv_token * 2)).c_str());
+    return 0;
+}
+
+}  // namespace
+
+Run add_inspect(CLI::App& app) {
+    auto model = std::make_shared<std::string>();
+    auto tp = std::make_shared<int>(1);
+    app.add_option("model", *model, "model folder (default: the shipped model)");
+    app.add_option("--tp", *tp, "tensor-parallel ranks to report bytes for (default 1)");
+    return [model, tp] { return run_inspect(*model, *tp); };
+}
+
+}  // namespace myriad::cli

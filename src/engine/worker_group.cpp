@@ -1,0 +1,112 @@
+#include "engine/worker_group.h"
+
+#include <algorithm>
+
+#include "model/weights.h"
+#include "ops/cpu/cpu_ops.h"
+#include "parallel/cpu_communicator.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace myriad {
+
+WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint,
+                         WorkerGroupOptions options)
+    : config_(config), checkpoint_(checkpoint), options_(options) {
+    if (options_.tp < 1) bad_input("--tp {} must be at least 1", options_.tp);
+    validate_tp(config_, options_.tp);
+    validate_checkpoint(config_, checkpoint_);
+    if (options_.threads <= 0) options_.threads = hardware_threads();
+    // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
+    set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
+    auto group = std::make_shared<CpuCommGroup>(options_.tp);
+    for (int r = 0; r < options_.tp; ++r)
+        threads_.emplace_back([this, r, group] { run_worker(r, group); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return ready_ == options_.tp; });
+    if (error_) {
+        stop_ = true;
+        ++generation_;
+        cv_.notify_all();
+        lock.unlock();
+        for (auto& t : threads_) t.join();
+        threads_.clear();
+        std::rethrow_exception(error_);
+    }
+}
+
+WorkerGroup::~WorkerGroup() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+        ++generation_;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void WorkerGroup::step(const StepInput& step, float* logits) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    step_ = &step;
+    logits_ = logits;
+    done_ = 0;
+    error_ = nullptr;
+    ++generation_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return done_ == options_.tp; });
+    if (error_) std::rethrow_exception(error_);
+}
+
+void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
+    std::unique_ptr<CpuOps> ops;
+    std::unique_ptr<CpuCommunicator> comm;
+    std::unique_ptr<DeepseekV3> model;
+    std::unique_ptr<KvCache> cache;
+    try {
+        ops = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
+        comm = std::make_unique<CpuCommunicator>(group, rank);
+        model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm, options_.model);
+        cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+    }
+    uint64_t seen;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (rank == 0 && model) weight_bytes_ = model->weight_bytes();
+        ++ready_;
+        seen = generation_;
+    }
+    cv_.notify_all();
+    std::vector<float> own_logits;
+    for (;;) {
+        const StepInput* step;
+        float* logits;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [&] { return generation_ != seen; });
+            seen = generation_;
+            if (stop_) return;
+            step = step_;
+            logits = logits_;
+        }
+        try {
+            if (rank != 0) {
+                own_logits.resize(step->logit_rows.size() * config_.vocab_size);
+                logits = own_logits.data();
+            }
+            model->forward(*step, *cache, logits);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!error_) error_ = std::current_exception();
+        }
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++done_;
+        }
+        cv_.notify_all();
+    }
+}
+
+}  // namespace myriad

@@ -1,0 +1,62 @@
+// WorkerGroup: one worker per tensor-parallel rank, each a thread holding its shard of the model
+// and its KV cache, running every step in lock step; rank 0's logits are returned. On the CPU the
+// ranks share the machine: their communicator is in-process.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "format/checkpoint.h"
+#include "model/deepseek_v3.h"
+
+namespace myriad {
+
+class CpuCommGroup;
+
+struct WorkerGroupOptions {
+    int tp = 1;
+    int threads = 0;              // CPU threads in all; 0 = the machine's
+    int64_t kv_blocks = 256;      // blocks per rank
+    int64_t kv_block_size = 16;   // tokens per block
+    ModelOptions model;
+};
+
+class WorkerGroup {
+public:
+    // Validates the checkpoint against the config once, then starts `tp` workers that load
+    // their shards in parallel. Throws (bad input) before any worker starts if it cannot work.
+    WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint, WorkerGroupOptions options);
+    ~WorkerGroup();
+    WorkerGroup(const WorkerGroup&) = delete;
+    WorkerGroup& operator=(const WorkerGroup&) = delete;
+
+    const ModelConfig& config() const { return config_; }
+    const WorkerGroupOptions& options() const { return options_; }
+    size_t weight_bytes_per_rank() const { return weight_bytes_; }
+    // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`.
+    void step(const StepInput& step, float* logits);
+
+private:
+    void run_worker(int rank, std::shared_ptr<CpuCommGroup> group);
+
+    ModelConfig config_;
+    const Checkpoint& checkpoint_;
+    WorkerGroupOptions options_;
+    size_t weight_bytes_ = 0;
+    std::vector<std::thread> threads_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    int ready_ = 0;      // workers that finished loading
+    int done_ = 0;       // workers that finished the current step
+    uint64_t generation_ = 0;
+    bool stop_ = false;
+    const StepInput* step_ = nullptr;
+    float* logits_ = nullptr;
+    std::exception_ptr error_;
+};
+
+}  // namespace myriad

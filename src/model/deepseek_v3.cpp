@@ -1,0 +1,196 @@
+#include "model/deepseek_v3.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace myriad {
+
+// q_a_layernorm and kv_a_layernorm use 1e-6 whatever rms_norm_eps says, as transformers and
+// DeepSeek's own code do (reference.md §1.2).
+constexpr float kLatentNormEps = 1e-6f;
+
+DeepseekV3::DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
+                       Communicator& comm, ModelOptions options)
+    : config_(config), ops_(ops), comm_(comm), options_(options) {
+    validate_tp(config_, comm_.world());
+    weights_ = load_weights(config_, checkpoint, ops_, comm_.rank(), comm_.world());
+    local_heads_ = config_.num_attention_heads / comm_.world();
+    softmax_scale_ = compute_softmax_scale(config_);
+    if (options_.faults.no_mscale_squared)
+        softmax_scale_ = static_cast<float>(1.0 / std::sqrt(double(config_.qk_head_dim())));
+    RopeTable table = compute_rope_table(config_);
+    rope_.inv_freq = Tensor(nullptr, DType::F32, {static_cast<int64_t>(table.inv_freq.size())});
+    rope_storage_ = ops_.allocate(rope_.inv_freq);
+    ops_.copy_from_host(table.inv_freq.data(), rope_.inv_freq);
+    rope_.attention_factor = table.attention_factor;
+    rope_.style = options_.faults.rope_half_split ? RopeStyle::HalfSplit : RopeStyle::AdjacentPairs;
+}
+
+void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
+    const int64_t t_count = step.num_tokens();
+    MYRIAD_CHECK(static_cast<int64_t>(step.positions.size()) == t_count &&
+                     static_cast<int64_t>(step.slots.size()) == t_count,
+                 "step has {} tokens, {} positions, {} slots", t_count, step.positions.size(),
+                 step.slots.size());
+    int64_t row = 0;
+    for (const SeqSlice& s : step.seqs) {
+        MYRIAD_CHECK(s.q_begin == row && s.q_len >= 1 && s.ctx_len >= s.q_len,
+                     "sequence rows [{}, +{}) with context {} do not follow row {}", s.q_begin,
+                     s.q_len, s.ctx_len, row);
+        MYRIAD_CHECK(static_cast<int64_t>(s.block_table.size()) * cache.block_size() >= s.ctx_len,
+                     "block table of {} blocks cannot hold {} tokens", s.block_table.size(),
+                     s.ctx_len);
+        for (int64_t i = 0; i < s.q_len; ++i)
+            MYRIAD_CHECK(step.positions[s.q_begin + i] == s.ctx_len - s.q_len + i,
+                         "token {} has position {}, expected {}", s.q_begin + i,
+                         step.positions[s.q_begin + i], s.ctx_len - s.q_len + i);
+        row += s.q_len;
+    }
+    MYRIAD_CHECK(row == t_count, "sequences cover {} of {} tokens", row, t_count);
+    for (int32_t r : step.logit_rows)
+        MYRIAD_CHECK(r >= 0 && r < t_count, "logit row {} outside {} tokens", r, t_count);
+    for (TokenId id : step.token_ids)
+        if (id < 0 || id >= config_.vocab_size)
+            bad_input("token id {} is outside the vocabulary of {} tokens", id, config_.vocab_size);
+}
+
+void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits) {
+    check_step(step, cache);
+    ops_.reset_scratch();
+    ops_.begin_step(step);
+    const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
+    const float eps = static_cast<float>(config_.rms_norm_eps);
+
+    Tensor h = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.embed(weights_.embed, weights_.vocab_begin, h);
+    comm_.all_reduce_sum(h);  // each rank holds a slice of the vocabulary
+
+    Tensor x = ops_.scratch(DType::F32, {t_count, hidden});
+    Tensor y = ops_.scratch(DType::F32, {t_count, hidden});
+    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+        const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+        ops_.rmsnorm(h, w.input_norm, eps, x);
+        attention(w, cache.layer(l), step, x, y);
+        comm_.all_reduce_sum(y);
+        ops_.add(h, y);
+
+        ops_.rmsnorm(h, w.post_attention_norm, eps, x);
+        if (w.moe)
+            moe(w, x, y);
+        else
+            mlp(w.dense, x, y);
+        comm_.all_reduce_sum(y);
+        ops_.add(h, y);
+    }
+
+    const int64_t n = static_cast<int64_t>(step.logit_rows.size());
+    if (n == 0) return;
+    Tensor last = ops_.scratch(DType::F32, {n, hidden});
+    ops_.gather_logit_rows(h, last);
+    Tensor normed = ops_.scratch(DType::F32, {n, hidden});
+    ops_.rmsnorm(last, weights_.final_norm, eps, normed);
+    const int64_t world = comm_.world(), shard = weights_.lm_head.rows;
+    Tensor part = ops_.scratch(DType::F32, {n, shard});
+    ops_.linear(normed, weights_.lm_head, part);
+    Tensor gathered = ops_.scratch(DType::F32, {world, n, shard});
+    comm_.all_gather(part, gathered);
+    // [world, n, shard] -> [n, world * shard]
+    std::vector<float> host(static_cast<size_t>(world * n * shard));
+    ops_.copy_to_host(gathered, host.data());
+    for (int64_t r = 0; r < world; ++r)
+        for (int64_t i = 0; i < n; ++i)
+            std::memcpy(logits + i * config_.vocab_size + r * shard,
+                        host.data() + (r * n + i) * shard, shard * sizeof(float));
+}
+
+void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,
+                           const StepInput& step, Tensor x, Tensor out) {
+    const ModelConfig& c = config_;
+    const int64_t t_count = x.dim(0), heads = local_heads_;
+    const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dq = dn + dr;
+    const int64_t dv = c.v_head_dim, latent = c.kv_lora_rank;
+    const AttentionWeights& a = w.attn;
+
+    // Queries: [T, heads, dn + dr], the rope part rotated in place.
+    Tensor q = ops_.scratch(DType::F32, {t_count, heads, dq});
+    if (c.q_lora_rank > 0) {
+        Tensor qa = ops_.scratch(DType::F32, {t_count, c.q_lora_rank});
+        ops_.linear(x, a.q_a, qa);
+        ops_.rmsnorm(qa, a.q_a_norm, kLatentNormEps, qa);
+        ops_.linear(qa, a.q_b, q);
+    } else {
+        ops_.linear(x, a.q, q);
+    }
+    ops_.rope(q, dn, rope_);
+
+    // The compressed KV of the new tokens goes into the latent cache (normalised, rotated).
+    Tensor ckv = ops_.scratch(DType::F32, {t_count, latent + dr});
+    ops_.linear(x, a.kv_a, ckv);
+    ops_.mla_cache_append(ckv, a.kv_a_norm, kLatentNormEps, rope_, cache);
+
+    // Sequences [0, n_absorbed) use the absorbed form, the rest the naive form.
+    const size_t n_seqs = step.seqs.size();
+    size_t n_absorbed = 0;
+    if (options_.attention == AttentionMode::Absorbed) {
+        n_absorbed = n_seqs;
+    } else if (options_.attention == AttentionMode::Auto) {
+        while (n_absorbed < n_seqs && step.seqs[n_absorbed].q_len == 1) ++n_absorbed;
+    }
+    Tensor o = ops_.scratch(DType::F32, {t_count, heads, dv});
+    if (n_absorbed > 0) {
+        const SeqSlice& last = step.seqs[n_absorbed - 1];
+        const int64_t rows = last.q_begin + last.q_len;
+        Tensor q_part = q.rows(0, rows);
+        Tensor q_lat = ops_.scratch(DType::F32, {rows, heads, latent});
+        ops_.mla_absorb_q(q_part, a.kv_b, dn, dv, q_lat);
+        Tensor o_lat = ops_.scratch(DType::F32, {rows, heads, latent});
+        ops_.mla_attention_absorbed(q_lat, q_part, dn, cache, 0, n_absorbed, softmax_scale_,
+                                    o_lat);
+        ops_.mla_absorb_v(o_lat, a.kv_b, dn, dv, o.rows(0, rows));
+    }
+    if (n_absorbed < n_seqs) {
+        int64_t ctx = 0;
+        for (size_t s = n_absorbed; s < n_seqs; ++s) ctx += step.seqs[s].ctx_len;
+        Tensor lat = ops_.scratch(DType::F32, {ctx, latent});
+        Tensor k_rot = ops_.scratch(DType::F32, {ctx, dr});
+        ops_.mla_gather_context(cache, n_absorbed, n_seqs, lat, k_rot);
+        Tensor kv = ops_.scratch(DType::F32, {ctx, heads, dn + dv});
+        ops_.linear(lat, a.kv_b, kv);
+        ops_.mla_attention_naive(q, kv, k_rot, n_absorbed, n_seqs, softmax_scale_, o);
+    }
+    ops_.linear(o.view({t_count, heads * dv}), a.o, out);  // partial sum over this rank's heads
+}
+
+void DeepseekV3::mlp(const MlpWeights& w, Tensor x, Tensor out) {
+    const int64_t t_count = x.dim(0), inter = w.gate.rows;
+    Tensor g = ops_.scratch(DType::F32, {t_count, inter});
+    Tensor u = ops_.scratch(DType::F32, {t_count, inter});
+    ops_.linear(x, w.gate, g);
+    ops_.linear(x, w.up, u);
+    ops_.silu_mul(g, u, g);
+    ops_.linear(g, w.down, out);
+}
+
+void DeepseekV3::moe(const LayerWeights& w, Tensor x, Tensor out) {
+    const ModelConfig& c = config_;
+    const int64_t t_count = x.dim(0), k = c.num_experts_per_tok;
+    RouterParams p;
+    p.n_experts = c.n_routed_experts;
+    p.top_k = k;
+    p.n_group = c.n_group;
+    p.topk_group = c.topk_group;
+    p.norm_topk_prob = c.norm_topk_prob;
+    p.routed_scaling_factor = static_cast<float>(c.routed_scaling_factor);
+    Tensor ids = ops_.scratch(DType::I32, {t_count, k});
+    Tensor weights = ops_.scratch(DType::F32, {t_count, k});
+    ops_.moe_route(x, w.router, w.router_bias, p, ids, weights);
+    ops_.moe_experts(x, ids, weights, w.experts, out);
+    if (c.n_shared_experts > 0 && !options_.faults.drop_shared_experts) {
+        Tensor shared = ops_.scratch(DType::F32, {t_count, c.hidden_size});
+        mlp(w.shared, x, shared);
+        ops_.add(out, shared);
+    }
+}
+
+}  // namespace myriad

@@ -1,0 +1,65 @@
+// The DeepSeek-V3 forward pass (DeepSeek-V3/R1, Kimi-K2/K2.5, Moonlight), written once against
+// Ops for one tensor-parallel rank. Reads top to bottom: embedding, decoder layers (MLA, then a
+// dense MLP or MoE), final norm, lm_head. reference.md §1.
+#pragma once
+
+#include <vector>
+
+#include "format/checkpoint.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/rope.h"
+#include "model/weights.h"
+#include "ops/ops.h"
+#include "parallel/communicator.h"
+
+namespace myriad {
+
+// Which MLA form computes attention. Auto: sequences with one new token use the absorbed form
+// over the latent cache, longer ones the naive form. The others force one form (tests).
+enum class AttentionMode : uint8_t { Auto, Naive, Absorbed };
+
+// Deliberate mistakes, for control tests that prove the golden tests can fail. Never set in
+// the program.
+struct ModelFaults {
+    bool rope_half_split = false;     // rotate half-split pairs instead of adjacent pairs
+    bool no_mscale_squared = false;   // drop YaRN's mscale^2 from the softmax scale
+    bool drop_shared_experts = false; // leave out the shared experts
+};
+
+struct ModelOptions {
+    AttentionMode attention = AttentionMode::Auto;
+    ModelFaults faults;
+};
+
+class DeepseekV3 {
+public:
+    DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
+               Communicator& comm, ModelOptions options = {});
+
+    const ModelConfig& config() const { return config_; }
+    size_t weight_bytes() const { return weights_.bytes; }
+
+    // Runs one step over the flat batch and writes the logits of step.logit_rows, full
+    // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank.
+    void forward(const StepInput& step, const KvCache& cache, float* logits);
+
+private:
+    void check_step(const StepInput& step, const KvCache& cache) const;
+    void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step,
+                   Tensor x, Tensor out);
+    void mlp(const MlpWeights& w, Tensor x, Tensor out);
+    void moe(const LayerWeights& w, Tensor x, Tensor out);
+
+    ModelConfig config_;
+    Ops& ops_;
+    Communicator& comm_;
+    ModelOptions options_;
+    ModelWeights weights_;
+    int64_t local_heads_;
+    float softmax_scale_;
+    RopeParams rope_;
+    std::shared_ptr<void> rope_storage_;
+};
+
+}  // namespace myriad

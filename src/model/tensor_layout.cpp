@@ -1,0 +1,69 @@
+#include "model/tensor_layout.h"
+
+#include <fmt/format.h>
+
+namespace myriad {
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+    std::vector<ExpectedTensor> out;
+    auto add = [&](std::string name, std::vector<int64_t> shape, ShardKind shard) {
+        out.push_back({std::move(name), std::move(shape), shard});
+    };
+    const int64_t hidden = c.hidden_size, heads = c.num_attention_heads;
+    add("model.embed_tokens.weight", {c.vocab_size, hidden}, ShardKind::Rows);
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+        const std::string p = fmt::format("model.layers.{}.", l);
+        add(p + "input_layernorm.weight", {hidden}, ShardKind::Replicated);
+        add(p + "post_attention_layernorm.weight", {hidden}, ShardKind::Replicated);
+        const std::string a = p + "self_attn.";
+        if (c.q_lora_rank > 0) {
+            add(a + "q_a_proj.weight", {c.q_lora_rank, hidden}, ShardKind::Replicated);
+            add(a + "q_a_layernorm.weight", {c.q_lora_rank}, ShardKind::Replicated);
+            add(a + "q_b_proj.weight", {heads * c.qk_head_dim(), c.q_lora_rank}, ShardKind::Rows);
+        } else {
+            add(a + "q_proj.weight", {heads * c.qk_head_dim(), hidden}, ShardKind::Rows);
+        }
+        add(a + "kv_a_proj_with_mqa.weight", {c.kv_lora_rank + c.qk_rope_head_dim, hidden},
+            ShardKind::Replicated);
+        add(a + "kv_a_layernorm.weight", {c.kv_lora_rank}, ShardKind::Replicated);
+        add(a + "kv_b_proj.weight", {heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank},
+            ShardKind::Rows);
+        add(a + "o_proj.weight", {hidden, heads * c.v_head_dim}, ShardKind::Cols);
+        const std::string m = p + "mlp.";
+        auto mlp = [&](const std::string& q, int64_t inter) {
+            add(q + "gate_proj.weight", {inter, hidden}, ShardKind::Rows);
+            add(q + "up_proj.weight", {inter, hidden}, ShardKind::Rows);
+            add(q + "down_proj.weight", {hidden, inter}, ShardKind::Cols);
+        };
+        if (!c.is_moe_layer(l)) {
+            mlp(m, c.intermediate_size);
+            continue;
+        }
+        add(m + "gate.weight", {c.n_routed_experts, hidden}, ShardKind::Replicated);
+        add(m + "gate.e_score_correction_bias", {c.n_routed_experts}, ShardKind::Replicated);
+        for (int64_t e = 0; e < c.n_routed_experts; ++e)
+            mlp(fmt::format("{}experts.{}.", m, e), c.moe_intermediate_size);
+        if (c.n_shared_experts > 0)
+            mlp(m + "shared_experts.", c.moe_intermediate_size * c.n_shared_experts);
+    }
+    add("model.norm.weight", {hidden}, ShardKind::Replicated);
+    add("lm_head.weight", {c.vocab_size, hidden}, ShardKind::Rows);
+    return out;
+}
+
+int64_t shard_bytes(const std::vector<int64_t>& shape, ShardKind shard, int64_t esize, int world) {
+    int64_t n = esize;
+    for (int64_t d : shape) n *= d;
+    return shard == ShardKind::Replicated ? n : n / world;
+}
+
+bool is_ignored_tensor(const ModelConfig& c, std::string_view name) {
+    if (name.starts_with("vision_tower.") || name.starts_with("mm_projector.")) return true;
+    // Multi-token-prediction layers are stored after the last decoder layer.
+    for (int64_t i = 0; i < c.num_nextn_predict_layers; ++i) {
+        if (name.starts_with(fmt::format("model.layers.{}.", c.num_hidden_layers + i))) return true;
+    }
+    return false;
+}
+
+}  // namespace myriad

@@ -1,0 +1,136 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "model/tensor_layout.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace myriad {
+
+std::string text_model_prefix(const ModelConfig& config, const Checkpoint& ckpt) {
+    if (ckpt.has("model.embed_tokens.weight")) return "";
+    if (config.multimodal && ckpt.has("language_model.model.embed_tokens.weight"))
+        return "language_model.";
+    return "";  // the missing-tensor error will name model.embed_tokens.weight
+}
+
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt) {
+    const std::string prefix = text_model_prefix(config, ckpt);
+    for (const auto& t : expected_tensors(config)) {
+        const bool is_bias = t.name.ends_with("e_score_correction_bias");
+        ckpt.expect(prefix + t.name, t.shape,
+                    is_bias ? std::initializer_list<DType>{DType::F32, DType::BF16, DType::F16}
+                            : std::initializer_list<DType>{DType::BF16, DType::F16, DType::F32});
+    }
+    int64_t skipped = 0;
+    for (const auto& name : ckpt.names()) {
+        std::string_view n = name;
+        if (!prefix.empty() && n.starts_with(prefix)) n.remove_prefix(prefix.size());
+        if (is_ignored_tensor(config, n)) ++skipped;
+    }
+    if (skipped > 0)
+        log::info("{}: skipping {} tensors the text model does not use (vision tower, projector, "
+                  "multi-token prediction)",
+                  ckpt.path(), skipped);
+}
+
+namespace {
+
+class Loader {
+public:
+    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, int rank, int world)
+        : ckpt_(ckpt), ops_(ops), rank_(rank), world_(world),
+          prefix_(text_model_prefix(c, ckpt)) {
+        for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
+    }
+
+    Weight load(const std::string& name) {
+        auto it = layout_.find(name);
+        MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
+        const ExpectedTensor& e = it->second;
+        TensorView v = ckpt_.expect(prefix_ + name, e.shape);
+        WeightSource src;
+        src.data = v.data;
+        src.dtype = v.dtype();
+        src.src_rows = e.shape.size() == 2 ? e.shape[0] : 1;
+        src.src_cols = e.shape.size() == 2 ? e.shape[1] : e.shape[0];
+        src.row_end = src.src_rows;
+        src.col_end = src.src_cols;
+        if (e.shard == ShardKind::Rows) {
+            int64_t n = src.src_rows / world_;
+            src.row_begin = n * rank_;
+            src.row_end = n * (rank_ + 1);
+        } else if (e.shard == ShardKind::Cols) {
+            int64_t n = src.src_cols / world_;
+            src.col_begin = n * rank_;
+            src.col_end = n * (rank_ + 1);
+        }
+        Weight w = ops_.load_weight(src);
+        bytes_ += w.bytes();
+        return w;
+    }
+
+    MlpWeights mlp(const std::string& p) {
+        return {load(p + "gate_proj.weight"), load(p + "up_proj.weight"),
+                load(p + "down_proj.weight")};
+    }
+
+    size_t bytes() const { return bytes_; }
+
+private:
+    const Checkpoint& ckpt_;
+    Ops& ops_;
+    int rank_, world_;
+    std::string prefix_;
+    std::map<std::string, ExpectedTensor> layout_;
+    size_t bytes_ = 0;
+};
+
+}  // namespace
+
+ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, int rank,
+                          int world) {
+    validate_tp(c, world);
+    Loader ld(c, ckpt, ops, rank, world);
+    ModelWeights w;
+    w.embed = ld.load("model.embed_tokens.weight");
+    w.vocab_begin = c.vocab_size / world * rank;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+        const std::string p = fmt::format("model.layers.{}.", l);
+        LayerWeights lw;
+        lw.input_norm = ld.load(p + "input_layernorm.weight");
+        lw.post_attention_norm = ld.load(p + "post_attention_layernorm.weight");
+        const std::string a = p + "self_attn.";
+        if (c.q_lora_rank > 0) {
+            lw.attn.q_a = ld.load(a + "q_a_proj.weight");
+            lw.attn.q_a_norm = ld.load(a + "q_a_layernorm.weight");
+            lw.attn.q_b = ld.load(a + "q_b_proj.weight");
+        } else {
+            lw.attn.q = ld.load(a + "q_proj.weight");
+        }
+        lw.attn.kv_a = ld.load(a + "kv_a_proj_with_mqa.weight");
+        lw.attn.kv_a_norm = ld.load(a + "kv_a_layernorm.weight");
+        lw.attn.kv_b = ld.load(a + "kv_b_proj.weight");
+        lw.attn.o = ld.load(a + "o_proj.weight");
+        lw.moe = c.is_moe_layer(l);
+        if (!lw.moe) {
+            lw.dense = ld.mlp(p + "mlp.");
+        } else {
+            lw.router = ld.load(p + "mlp.gate.weight");
+            lw.router_bias = ld.load(p + "mlp.gate.e_score_correction_bias");
+            for (int64_t e = 0; e < c.n_routed_experts; ++e)
+                lw.experts.push_back(ld.mlp(fmt::format("{}mlp.experts.{}.", p, e)));
+            if (c.n_shared_experts > 0) lw.shared = ld.mlp(p + "mlp.shared_experts.");
+        }
+        w.layers.push_back(std::move(lw));
+    }
+    w.final_norm = ld.load("model.norm.weight");
+    w.lm_head = ld.load("lm_head.weight");
+    w.bytes = ld.bytes();
+    return w;
+}
+
+}  // namespace myriad

@@ -1,0 +1,50 @@
+// The weights of one tensor-parallel rank, loaded from a checkpoint and sharded at load:
+// attention heads, expert and dense intermediate dimensions, and the vocabulary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "format/checkpoint.h"
+#include "model/model_config.h"
+#include "ops/ops.h"
+
+namespace myriad {
+
+struct AttentionWeights {
+    Weight q_a, q_a_norm, q_b;  // q_lora_rank set
+    Weight q;                   // q_lora_rank null
+    Weight kv_a, kv_a_norm, kv_b, o;
+};
+
+struct LayerWeights {
+    Weight input_norm, post_attention_norm;
+    AttentionWeights attn;
+    bool moe = false;
+    MlpWeights dense;                 // dense layers
+    Weight router, router_bias;       // MoE layers
+    std::vector<MlpWeights> experts;  // this rank's slice of every routed expert
+    MlpWeights shared;                // shared experts as one MLP (empty when none)
+};
+
+struct ModelWeights {
+    Weight embed;  // rows [vocab_begin, vocab_begin + rows) of the vocabulary
+    int64_t vocab_begin = 0;
+    std::vector<LayerWeights> layers;
+    Weight final_norm;
+    Weight lm_head;  // same vocabulary rows as embed
+    size_t bytes = 0;  // backend bytes held by this rank
+};
+
+// The checkpoint's prefix of the text model's tensors: "" or "language_model." (Kimi-K2.5).
+std::string text_model_prefix(const ModelConfig& config, const Checkpoint& checkpoint);
+
+// Checks every tensor the forward pass reads (presence, shape, dtype) without loading any; bad
+// input names the file and tensor. Logs once when vision or MTP tensors are skipped.
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint);
+
+// Loads rank `rank` of `world`: each rank reads only its slices.
+ModelWeights load_weights(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
+                          int rank, int world);
+
+}  // namespace myriad

@@ -1,0 +1,171 @@
+#include "ops/cpu/cpu_ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "util/error.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace myriad {
+
+void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* c, int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                0.0f, c, static_cast<int>(ldc));
+}
+
+void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* c, int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
+                static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+}
+
+CpuOps::CpuOps(int threads) : pool_(std::max(1, threads)) {}
+CpuOps::~CpuOps() = default;
+
+const StepInput& CpuOps::step() const {
+    MYRIAD_CHECK(step_ != nullptr, "an op that needs the step ran before begin_step");
+    return *step_;
+}
+
+Weight CpuOps::load_weight(const WeightSource& s) {
+    MYRIAD_CHECK(s.row_begin >= 0 && s.row_begin <= s.row_end && s.row_end <= s.src_rows &&
+                     s.col_begin >= 0 && s.col_begin <= s.col_end && s.col_end <= s.src_cols,
+                 "weight slice rows [{}, {}) cols [{}, {}) outside [{}, {}]", s.row_begin,
+                 s.row_end, s.col_begin, s.col_end, s.src_rows, s.src_cols);
+    Weight w;
+    w.rows = s.row_end - s.row_begin;
+    w.cols = s.col_end - s.col_begin;
+    auto buf = std::make_shared<Buffer>(static_cast<size_t>(w.rows * w.cols) * sizeof(float));
+    w.data = Tensor(buf->data(), DType::F32, {w.rows, w.cols});
+    w.storage = buf;
+    const size_t esize = dtype_size(s.dtype);
+    const auto* base = static_cast<const uint8_t*>(s.data);
+    auto* dst = w.data.ptr<float>();
+    for (int64_t r = 0; r < w.rows; ++r) {
+        const uint8_t* src = base + ((s.row_begin + r) * s.src_cols + s.col_begin) * esize;
+        convert_to_f32(s.dtype, src, dst + r * w.cols, static_cast<size_t>(w.cols));
+    }
+    return w;
+}
+
+std::shared_ptr<void> CpuOps::allocate(Tensor& t) {
+    auto buf = std::make_shared<Buffer>(t.nbytes());
+    t.data = buf->data();
+    t.device = Device::Cpu;
+    return buf;
+}
+
+Tensor CpuOps::scratch(DType dt, std::initializer_list<int64_t> dims) {
+    Tensor t(nullptr, dt, dims);
+    size_t bytes = (t.nbytes() + 63) / 64 * 64;
+    if (chunks_.empty() || used_ + bytes > chunks_.back().size()) {
+        chunks_.emplace_back(std::max<size_t>(bytes, size_t{1} << 20));
+        used_ = 0;
+    }
+    t.data = static_cast<uint8_t*>(chunks_.back().data()) + used_;
+    used_ += bytes;
+    total_used_ += bytes;
+    return t;
+}
+
+void CpuOps::reset_scratch() {
+    peak_ = std::max(peak_, total_used_);
+    if (chunks_.size() > 1) {
+        chunks_.clear();
+        chunks_.emplace_back(peak_);
+    }
+    used_ = 0;
+    total_used_ = 0;
+}
+
+void CpuOps::copy_to_host(Tensor src, void* dst) { std::memcpy(dst, src.data, src.nbytes()); }
+void CpuOps::copy_from_host(const void* src, Tensor dst) {
+    std::memcpy(dst.data, src, dst.nbytes());
+}
+
+void CpuOps::embed(const Weight& table, int64_t vocab_begin, Tensor out) {
+    const auto& ids = step().token_ids;
+    const int64_t hidden = table.cols;
+    MYRIAD_CHECK(out.dim(0) == static_cast<int64_t>(ids.size()) && out.dim(1) == hidden,
+                 "embed output {} for {} tokens of width {}", out.shape_str(), ids.size(), hidden);
+    for (size_t t = 0; t < ids.size(); ++t) {
+        float* dst = out.ptr<float>() + t * hidden;
+        int64_t row = ids[t] - vocab_begin;
+        if (row >= 0 && row < table.rows)
+            std::memcpy(dst, table.data.ptr<float>() + row * hidden, hidden * sizeof(float));
+        else
+            std::memset(dst, 0, hidden * sizeof(float));
+    }
+}
+
+static void rmsnorm_row(const float* x, const float* w, int64_t d, float eps, float* out) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(x[i]) * x[i];
+    float variance = static_cast<float>(ss / static_cast<double>(d));
+    float inv = 1.0f / std::sqrt(variance + eps);
+    for (int64_t i = 0; i < d; ++i) out[i] = w[i] * (x[i] * inv);
+}
+
+void CpuOps::rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) {
+    const int64_t d = x.dim(-1), rows = x.numel() / d;
+    MYRIAD_CHECK(w.rows * w.cols == d, "rmsnorm weight of {} values for rows of {}",
+                 w.rows * w.cols, d);
+    pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r)
+            rmsnorm_row(x.ptr<float>() + r * d, w.data.ptr<float>(), d, eps,
+                        out.ptr<float>() + r * d);
+    });
+}
+
+void CpuOps::linear(Tensor x, const Weight& w, Tensor out) {
+    const int64_t k = x.dim(-1), m = x.numel() / k;
+    MYRIAD_CHECK(k == w.cols && out.numel() == m * w.rows,
+                 "linear: input {} and weight [{}, {}] and output {} disagree", x.shape_str(),
+                 w.rows, w.cols, out.shape_str());
+    sgemm_nt(m, w.rows, k, x.ptr<float>(), k, w.data.ptr<float>(), k, out.ptr<float>(), w.rows);
+}
+
+void CpuOps::add(Tensor x, Tensor y) {
+    MYRIAD_CHECK(x.numel() == y.numel(), "add: {} vs {}", x.shape_str(), y.shape_str());
+    float* a = x.ptr<float>();
+    const float* b = y.ptr<float>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) a[i] += b[i];
+}
+
+void CpuOps::silu_mul(Tensor gate, Tensor up, Tensor out) {
+    const float* g = gate.ptr<float>();
+    const float* u = up.ptr<float>();
+    float* o = out.ptr<float>();
+    for (int64_t i = 0, n = gate.numel(); i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void CpuOps::gather_logit_rows(Tensor x, Tensor out) {
+    const auto& rows = step().logit_rows;
+    const int64_t d = x.dim(-1);
+    for (size_t i = 0; i < rows.size(); ++i)
+        std::memcpy(out.ptr<float>() + i * d, x.ptr<float>() + rows[i] * d, d * sizeof(float));
+}
+
+void CpuOps::argmax(Tensor x, Tensor out) {
+    const int64_t v = x.dim(-1), n = x.numel() / v;
+    for (int64_t r = 0; r < n; ++r) {
+        const float* row = x.ptr<float>() + r * v;
+        int64_t best = 0;
+        for (int64_t i = 1; i < v; ++i)
+            if (row[i] > row[best]) best = i;
+        out.ptr<int32_t>()[r] = static_cast<int32_t>(best);
+    }
+}
+
+}  // namespace myriad

@@ -1,0 +1,125 @@
+// Ops: everything the forward pass computes, over flat token batches. The forward pass is
+// written once against this interface; backends (ops/cpu, later ops/cuda) implement it.
+// Tensors live on the backend's device; activations are F32 on the CPU backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ops/step_input.h"
+#include "ops/weight.h"
+#include "util/tensor.h"
+
+namespace myriad {
+
+// How rotary embedding pairs dimensions. DeepSeek-V3 rotates adjacent pairs (x[2i], x[2i+1])
+// (reference.md §1.4); HalfSplit pairs (x[i], x[i + d/2]) as GPT-NeoX does.
+enum class RopeStyle : uint8_t { AdjacentPairs, HalfSplit };
+
+struct RopeParams {
+    Tensor inv_freq;  // F32 [rope_dim / 2] on the device
+    float attention_factor = 1.0f;  // multiplies cos and sin (YaRN)
+    RopeStyle style = RopeStyle::AdjacentPairs;
+};
+
+// One layer of the paged MLA latent cache: per token kv_lora_rank latent values followed by
+// qk_rope_head_dim rotated key values, shared by all heads.
+struct KvLayerView {
+    Tensor data;  // [num_blocks, block_size, latent_dim + rope_dim]
+    int64_t block_size = 0;
+    int64_t latent_dim = 0;
+    int64_t rope_dim = 0;
+};
+
+struct RouterParams {
+    int64_t n_experts = 0;
+    int64_t top_k = 0;
+    int64_t n_group = 1;
+    int64_t topk_group = 1;
+    bool norm_topk_prob = true;
+    float routed_scaling_factor = 1.0f;
+};
+
+// One SwiGLU MLP: down(silu(gate(x)) * up(x)). For tensor parallelism each rank holds a slice
+// of the intermediate dimension, so its output is a partial sum.
+struct MlpWeights {
+    Weight gate, up, down;
+};
+
+class Ops {
+public:
+    virtual ~Ops() = default;
+    virtual Device device() const = 0;
+
+    // ---- memory ----
+    // Converts this rank's slice of a checkpoint tensor into the backend's runtime format.
+    virtual Weight load_weight(const WeightSource& src) = 0;
+    // A zero-initialised device tensor that lives as long as the returned handle.
+    virtual std::shared_ptr<void> allocate(Tensor& t) = 0;
+    // Step-scoped scratch memory, valid until reset_scratch() (called at the start of a step).
+    virtual Tensor scratch(DType dt, std::initializer_list<int64_t> dims) = 0;
+    virtual void reset_scratch() = 0;
+    virtual void copy_to_host(Tensor src, void* dst) = 0;
+    virtual void copy_from_host(const void* src, Tensor dst) = 0;
+
+    // ---- a step ----
+    // Makes the step's ids, positions, slots and block tables available to the ops below.
+    virtual void begin_step(const StepInput& step) = 0;
+
+    // out[t] = table[id_t - vocab_begin] when this rank holds that row, else 0.
+    virtual void embed(const Weight& table, int64_t vocab_begin, Tensor out) = 0;
+    // out = w * x / sqrt(mean(x^2) + eps), rows of x [T, D].
+    virtual void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) = 0;
+    // out [T, N] = x [T, K] · w^T.
+    virtual void linear(Tensor x, const Weight& w, Tensor out) = 0;
+    // x += y.
+    virtual void add(Tensor x, Tensor y) = 0;
+    // out = silu(gate) * up, all [T, I].
+    virtual void silu_mul(Tensor gate, Tensor up, Tensor out) = 0;
+    // out [N, D] = x [rows[i]] for the step's logit_rows.
+    virtual void gather_logit_rows(Tensor x, Tensor out) = 0;
+    // out [N] (I32) = argmax over the last dimension of x [N, V]; lowest index wins ties.
+    virtual void argmax(Tensor x, Tensor out) = 0;
+
+    // ---- MLA ----
+    // Rotates q [T, H, width] columns [offset, offset + rope_dim) in place at the step positions.
+    virtual void rope(Tensor q, int64_t offset, const RopeParams& rope) = 0;
+    // For each new token: latent = rmsnorm(ckv[:, :latent_dim]), k_rot = rope(ckv[:, latent_dim:]),
+    // written into the token's cache slot. ckv [T, latent_dim + rope_dim].
+    virtual void mla_cache_append(Tensor ckv, const Weight& norm, float eps,
+                                  const RopeParams& rope, const KvLayerView& cache) = 0;
+    // Concatenates the cached context of sequences [seq_begin, seq_end): latent [C, latent_dim]
+    // and k_rot [C, rope_dim], C = sum of their ctx_len.
+    virtual void mla_gather_context(const KvLayerView& cache, size_t seq_begin, size_t seq_end,
+                                    Tensor latent, Tensor k_rot) = 0;
+    // Naive (prefill) attention for sequences [seq_begin, seq_end): q [T, H, dn + dr] (rows of
+    // the batch), kv [C, H, dn + dv] (context as gathered), k_rot [C, dr]; causal by position.
+    // Writes out [T, H, dv] rows of those sequences.
+    virtual void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin,
+                                     size_t seq_end, float softmax_scale, Tensor out) = 0;
+    // q_lat [T, H, latent] = per head W_UK[h]^T · q_nope[h], with q [T, H, dn + dr] and kv_b the
+    // kv_b_proj weight [H * (dn + dv), latent].
+    virtual void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
+                              Tensor q_lat) = 0;
+    // Absorbed attention over the latent cache for sequences [seq_begin, seq_end): scores
+    // q_lat·c + q_rot·k_rot, output o_lat [T, H, latent] = softmax · c; causal by position.
+    virtual void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
+                                        const KvLayerView& cache, size_t seq_begin,
+                                        size_t seq_end, float softmax_scale, Tensor o_lat) = 0;
+    // out [T, H, dv] = per head W_UV[h] · o_lat[h].
+    virtual void mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
+                              Tensor out) = 0;
+
+    // ---- MoE ----
+    // Sigmoid scores, + bias for selection, group-limited top-k (dropped groups never chosen),
+    // weights = unbiased scores (normalised if asked) * scaling. ids [T, k] I32, w [T, k] F32.
+    virtual void moe_route(Tensor x, const Weight& gate, const Weight& bias,
+                           const RouterParams& params, Tensor ids, Tensor weights) = 0;
+    // out [T, hidden] = sum_j w[t, j] * Expert_{ids[t, j]}(x[t]) over the experts this rank
+    // holds (experts[e] with no rows are skipped).
+    virtual void moe_experts(Tensor x, Tensor ids, Tensor weights,
+                             const std::vector<MlpWeights>& experts, Tensor out) = 0;
+};
+
+}  // namespace myriad

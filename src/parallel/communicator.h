@@ -1,0 +1,25 @@
+// Communicator: collective operations across tensor-parallel ranks. Every rank calls each
+// collective in the same order; each call returns when its result is in place on this rank.
+#pragma once
+
+#include <cstddef>
+
+#include "util/tensor.h"
+
+namespace myriad {
+
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int rank() const = 0;
+    virtual int world() const = 0;
+    // Sums `t` (F32) element-wise over all ranks, in place; every rank gets the same result.
+    virtual void all_reduce_sum(Tensor t) = 0;
+    // Concatenates each rank's `in` along a new outermost axis in rank order: out = [world, *in].
+    virtual void all_gather(Tensor in, Tensor out) = 0;
+    // Copies `bytes` of root's `data` to every rank's `data`.
+    virtual void broadcast(void* data, size_t bytes, int root) = 0;
+    virtual void barrier() = 0;
+};
+
+}  // namespace myriad

@@ -1,0 +1,66 @@
+#include "parallel/cpu_communicator.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace myriad {
+
+CpuCommGroup::CpuCommGroup(int world)
+    : world_(world), barrier_(world), slots_(static_cast<size_t>(world), nullptr) {
+    MYRIAD_CHECK(world >= 1, "communicator world size {} must be at least 1", world);
+}
+
+CpuCommunicator::CpuCommunicator(std::shared_ptr<CpuCommGroup> group, int rank)
+    : group_(std::move(group)), rank_(rank) {
+    MYRIAD_CHECK(rank >= 0 && rank < group_->world_, "rank {} outside world {}", rank,
+                 group_->world_);
+}
+
+void CpuCommunicator::barrier() { group_->barrier_.arrive_and_wait(); }
+
+void CpuCommunicator::all_reduce_sum(Tensor t) {
+    MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}",
+                 dtype_name(t.dtype));
+    const int world = group_->world_;
+    if (world == 1) return;
+    const size_t n = static_cast<size_t>(t.numel());
+    auto& g = *group_;
+    g.slots_[rank_] = t.data;
+    if (rank_ == 0 && g.scratch_.size() < n) g.scratch_.resize(n);
+    barrier();
+    // Each rank reduces one slice, always in rank order, so every rank sees identical sums.
+    size_t begin = n * rank_ / world, end = n * (rank_ + 1) / world;
+    float* scratch = g.scratch_.data();
+    for (size_t i = begin; i < end; ++i) {
+        float s = 0.0f;
+        for (int r = 0; r < world; ++r) s += static_cast<const float*>(g.slots_[r])[i];
+        scratch[i] = s;
+    }
+    barrier();
+    std::memcpy(t.data, scratch, n * sizeof(float));
+    barrier();  // the scratch and slots are reused by the next collective
+}
+
+void CpuCommunicator::all_gather(Tensor in, Tensor out) {
+    const int world = group_->world_;
+    const size_t bytes = in.nbytes();
+    MYRIAD_CHECK(out.nbytes() == bytes * world, "all_gather: output holds {} bytes, need {}",
+                 out.nbytes(), bytes * world);
+    auto& g = *group_;
+    g.slots_[rank_] = in.data;
+    barrier();
+    for (int r = 0; r < world; ++r)
+        std::memcpy(static_cast<uint8_t*>(out.data) + bytes * r, g.slots_[r], bytes);
+    barrier();
+}
+
+void CpuCommunicator::broadcast(void* data, size_t bytes, int root) {
+    auto& g = *group_;
+    if (rank_ == root) g.slots_[root] = data;
+    barrier();
+    if (rank_ != root) std::memcpy(data, g.slots_[root], bytes);
+    barrier();
+}
+
+}  // namespace myriad

@@ -1,0 +1,56 @@
+#include "model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/greedy_generator.h"
+
+namespace myriad::testing {
+
+std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options,
+                                        int64_t kv_blocks) {
+    auto m = std::make_unique<LoadedModel>();
+    m->config = load_model_config(dir);
+    m->checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+    WorkerGroupOptions wo;
+    wo.tp = tp;
+    wo.threads = tp;  // one thread per rank, one BLAS thread each
+    wo.kv_blocks = kv_blocks;
+    wo.model = options;
+    m->workers = std::make_unique<WorkerGroup>(m->config, *m->checkpoint, wo);
+    return m;
+}
+
+std::vector<float> run_tokens(WorkerGroup& workers, const std::vector<int32_t>& tokens,
+                              int64_t past, int64_t chunk) {
+    const int64_t vocab = workers.config().vocab_size;
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    if (chunk <= 0) chunk = n;
+    std::vector<float> out(static_cast<size_t>(n * vocab));
+    for (int64_t b = 0; b < n; b += chunk) {
+        const int64_t e = std::min(n, b + chunk);
+        std::vector<int32_t> part(tokens.begin() + b, tokens.begin() + e);
+        std::vector<int32_t> rows;
+        for (int64_t i = 0; i < e - b; ++i) rows.push_back(static_cast<int32_t>(i));
+        StepInput st = single_sequence_step(part, past + b, workers.options().kv_block_size, rows);
+        workers.step(st, out.data() + b * vocab);
+    }
+    return out;
+}
+
+double max_row_rel_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab) {
+    double worst = 0.0;
+    const size_t rows = b.size() / static_cast<size_t>(vocab);
+    for (size_t r = 0; r < rows; ++r) {
+        double diff = 0.0, ref = 0.0;
+        for (int64_t i = 0; i < vocab; ++i) {
+            diff = std::max(diff, double(std::fabs(a[r * vocab + i] - b[r * vocab + i])));
+            ref = std::max(ref, double(std::fabs(b[r * vocab + i])));
+        }
+        if (std::isnan(diff)) return INFINITY;
+        worst = std::max(worst, diff / std::max(ref, 1e-30));
+    }
+    return worst;
+}
+
+}  // namespace myriad::testing

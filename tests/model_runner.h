@@ -1,0 +1,31 @@
+// Test helpers that run a checkpoint through the engine and return every logit asked for.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/worker_group.h"
+#include "format/checkpoint.h"
+#include "model/model_config.h"
+
+namespace myriad::testing {
+
+struct LoadedModel {
+    ModelConfig config;
+    std::unique_ptr<Checkpoint> checkpoint;
+    std::unique_ptr<WorkerGroup> workers;
+};
+
+std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp,
+                                        ModelOptions options = {}, int64_t kv_blocks = 64);
+
+// Feeds `tokens` after `past` cached tokens in steps of `chunk` tokens (0: one step; 1: token by
+// token, as decoding does); returns the logits of every fed position, [tokens, vocab].
+std::vector<float> run_tokens(WorkerGroup& workers, const std::vector<int32_t>& tokens,
+                              int64_t past = 0, int64_t chunk = 0);
+
+// max over rows of (max |a - b| in the row / max |b| in the row).
+double max_row_rel_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab);
+
+}  // namespace myriad::testing

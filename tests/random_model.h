@@ -1,0 +1,19 @@
+// Writes a small DeepSeek-V3-family checkpoint with random BF16 weights for tests that compare
+// the engine with itself (TP ranks, MLA forms, chunking) or feed it broken files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace myriad::testing {
+
+// A small valid config (4 heads, 8 experts in 4 groups, q_lora set, YaRN), as JSON to modify.
+nlohmann::ordered_json small_config();
+
+// Writes config.json and model.safetensors for `config` into `dir` (which must exist).
+void write_random_model(const std::string& dir, const nlohmann::ordered_json& config,
+                        uint64_t seed = 1);
+
+}  // namespace myriad::testing
