@@ -23,7 +23,7 @@ build: deps configure
 	@start=$$(date +%s); cmake --build $(BUILD); echo "build: $$(( $$(date +%s) - start )) s"
 
 run: build
-	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 163584,163587,1,2,3 --max-tokens 16
+	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 3840,3843,1,2,3 --max-tokens 16
 
 unit-test:
 	@start=$$(date +%s); ctest --test-dir $(BUILD) -LE gpu --output-on-failure -j $$(nproc); \

@@ -1,6 +1,7 @@
 #include "random_model.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -30,7 +31,7 @@ nlohmann::ordered_json small_config() {
 }
 
 void write_random_model(const std::string& dir, const nlohmann::ordered_json& json,
-                        uint64_t seed) {
+                        uint64_t seed, const std::map<std::string, float>& scales) {
     {
         std::ofstream out(dir + "/config.json");
         out << json.dump(2);
@@ -51,7 +52,9 @@ void write_random_model(const std::string& dir, const nlohmann::ordered_json& js
         const bool embed = t.name == "model.embed_tokens.weight";
         w.dtype = bias ? DType::F32 : DType::BF16;
         w.bytes.resize(static_cast<size_t>(n) * dtype_size(w.dtype));
-        const float std = embed ? 1.0f : 1.0f / std::sqrt(static_cast<float>(t.shape.back()));
+        float std = embed ? 1.0f : 1.0f / std::sqrt(static_cast<float>(t.shape.back()));
+        for (const auto& [suffix, scale] : scales)
+            if (t.name.ends_with(suffix)) std *= scale;
         for (int64_t i = 0; i < n; ++i) {
             float v = bias ? uniform(rng) : norm ? 1.0f + 0.1f * normal(rng) : std * normal(rng);
             if (bias) {
