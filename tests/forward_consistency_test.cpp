@@ -5,7 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include <cstring>
+#include <filesystem>
+
 #include "engine/greedy_generator.h"
+#include "format/safetensors_writer.h"
 #include "model_runner.h"
 #include "random_model.h"
 #include "temp_dir.h"
@@ -16,7 +20,7 @@ namespace {
 constexpr double kTol = 1e-4;
 
 class ForwardConsistency : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { write_random_model(dir_.path(), small_config(), 7); }
     std::vector<int32_t> prompt(int n, uint64_t seed = 3) const {
         std::mt19937 rng(static_cast<uint32_t>(seed));
@@ -57,7 +61,8 @@ TEST_F(ForwardConsistency, TensorParallelRanksAgree) {
     auto ref = run_tokens(*one->workers, p);
     auto ref_dec = run_tokens(*one->workers, d, 33, 1);
     double spread = 0;  // logits must be far from constant for the comparison to mean anything
-    for (size_t i = 1; i < ref.size(); ++i) spread = std::max(spread, double(std::fabs(ref[i] - ref[0])));
+    for (size_t i = 1; i < ref.size(); ++i)
+        spread = std::max(spread, double(std::fabs(ref[i] - ref[0])));
     EXPECT_GT(spread, 1.0);
     for (int tp : {2, 4}) {
         auto m = load_model(dir_.path(), tp);
@@ -94,6 +99,53 @@ TEST_F(ForwardConsistency, BatchOfSequencesEqualsEachAlone) {
     std::vector<float> want(ref_a.end() - 128, ref_a.end());
     want.insert(want.end(), ref_b.end() - 128, ref_b.end());
     EXPECT_LT(max_row_rel_diff(logits, want, 128), kTol);
+}
+
+}  // namespace
+}  // namespace myriad::testing
+
+namespace myriad::testing {
+namespace {
+
+// A checkpoint in F16 or BF16 and the same values in F32 must give the same logits.
+void write_converted(const Checkpoint& src, DType dt, bool round_through_f16,
+                     const std::string& dir) {
+    std::vector<TensorToWrite> tensors;
+    for (const auto& name : src.names()) {
+        TensorView v = src.get(name);
+        TensorToWrite w{name, dt, v.shape(), {}};
+        const size_t n = v.nbytes() / dtype_size(v.dtype());
+        std::vector<float> f(n);
+        convert_to_f32(v.dtype(), v.data, f.data(), n);
+        w.bytes.resize(n * dtype_size(dt));
+        for (size_t i = 0; i < n; ++i) {
+            float x = round_through_f16 ? f16_to_f32(f32_to_f16(f[i])) : f[i];
+            if (dt == DType::F32) {
+                std::memcpy(w.bytes.data() + 4 * i, &x, 4);
+            } else {
+                uint16_t h = f32_to_f16(x);
+                std::memcpy(w.bytes.data() + 2 * i, &h, 2);
+            }
+        }
+        tensors.push_back(std::move(w));
+    }
+    write_safetensors(dir + "/model.safetensors", tensors);
+    std::filesystem::copy_file(src.path() + "/config.json", dir + "/config.json");
+}
+
+TEST(WeightDtypes, Bf16AndF16CheckpointsEqualTheirF32Copies) {
+    TempDir bf16, f32_of_bf16, f16, f32_of_f16;
+    write_random_model(bf16.path(), small_config(), 9);
+    Checkpoint src = Checkpoint::open(bf16.path());
+    write_converted(src, DType::F32, false, f32_of_bf16.path());
+    write_converted(src, DType::F16, false, f16.path());
+    write_converted(src, DType::F32, true, f32_of_f16.path());
+    const std::vector<int32_t> p = {5, 9, 100, 3, 77, 12};
+    auto logits = [&](const TempDir& d) { return run_tokens(*load_model(d.path(), 1)->workers, p); };
+    EXPECT_LT(max_row_rel_diff(logits(bf16), logits(f32_of_bf16), 128), 1e-6);
+    EXPECT_LT(max_row_rel_diff(logits(f16), logits(f32_of_f16), 128), 1e-6);
+    // F16 rounding of tiny values changes the model a little, not a lot.
+    EXPECT_LT(max_row_rel_diff(logits(f16), logits(bf16), 128), 1e-2);
 }
 
 }  // namespace

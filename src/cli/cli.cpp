@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     };
     add("generate", "one-shot greedy generation from token ids", add_generate);
     add("inspect", "config, tensors, bytes by dtype and per rank", add_inspect);
+    add("bench-model", "prefill and decode speed of the engine alone", add_bench_model);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
