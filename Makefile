@@ -2,7 +2,7 @@
 BUILD := build
 CMAKE_FLAGS ?=
 MODEL ?= models/myriad-tiny
-FUZZ_RUNS ?= 200000
+FUZZ_RUNS ?= 400000
 
 .PHONY: all deps test-deps configure build run test unit-test fuzz bench format clean
 
@@ -23,7 +23,7 @@ build: deps configure
 	@start=$$(date +%s); cmake --build $(BUILD); echo "build: $$(( $$(date +%s) - start )) s"
 
 run: build
-	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 3840,3843,1,2,3 --max-tokens 16
+	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 3840,3843,1,2,3 --max-tokens 16 --temperature 0
 
 unit-test:
 	@start=$$(date +%s); ctest --test-dir $(BUILD) -LE gpu --output-on-failure -j $$(nproc); \
@@ -35,6 +35,7 @@ fuzz:
 	 cmake -S fuzz -B $(BUILD)/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null && \
 	 cmake --build $(BUILD)/fuzz && \
 	 for t in $(BUILD)/fuzz/fuzz_*; do \
+	   [ -f $$t ] && [ -x $$t ] || continue; \
 	   name=$$(basename $$t); mkdir -p $(BUILD)/fuzz/corpus-$$name; \
 	   $$t -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 $(BUILD)/fuzz/corpus-$$name fuzz/corpus/$$name \
 	     2>$(BUILD)/fuzz/$$name.log || { tail -40 $(BUILD)/fuzz/$$name.log; exit 1; }; \

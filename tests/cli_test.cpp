@@ -51,7 +51,7 @@ TEST(Cli, GenerateIsTheSameAtEveryTensorParallelSize) {
     std::string first;
     for (int tp : {1, 2, 4}) {
         Result r = run_myriad("--quiet generate " + kShipped +
-                              " --prompt-ids 3840,3843,17,5,9 --max-tokens 12 --ids --tp " +
+                              " --prompt-ids 3840,3843,17,5,9 --max-tokens 12 --temperature 0 --ids --tp " +
                               std::to_string(tp));
         ASSERT_EQ(r.status, 0) << r.err;
         if (tp == 1) first = r.out;
@@ -62,7 +62,7 @@ TEST(Cli, GenerateIsTheSameAtEveryTensorParallelSize) {
 
 TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
     Result r = run_myriad("--quiet generate " + kShipped + " --prompt-ids 3840,3843,17 "
-                          "--max-tokens 4 --ids");
+                          "--max-tokens 4 --temperature 0 --ids");
     ASSERT_EQ(r.status, 0) << r.err;
     const std::string first_id = r.out.substr(0, r.out.find_first_of(",\n"));
     // The same weights, with the first generated token declared a stop token.
@@ -71,7 +71,7 @@ TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
         std::filesystem::create_symlink(kShipped + "/" + f, dir.file(f));
     dir.write("generation_config.json", "{\"eos_token_id\": [" + first_id + "]}");
     Result s = run_myriad("--quiet generate " + dir.path() + " --prompt-ids 3840,3843,17 "
-                          "--max-tokens 4 --ids");
+                          "--max-tokens 4 --temperature 0 --ids");
     ASSERT_EQ(s.status, 0) << s.err;
     EXPECT_EQ(s.out, first_id + "\n");
 }
@@ -86,7 +86,7 @@ TEST(Cli, InspectReportsBytesPerRank) {
 
 TEST(Cli, BadFlagsExitTwo) {
     for (const char* args : {"generate --prompt-ids 1,x,3", "generate --prompt-ids 1 --tp 3",
-                             "generate --prompt-ids 999999", "generate --prompt-ids 1 --temperature 0.7",
+                             "generate --prompt-ids 999999", "generate --prompt-ids 1 --temperature -1",
                              "inspect --tp 0", "frobnicate"}) {
         Result r = run_myriad(std::string(args) + " " + (std::string(args) == "frobnicate" ? "" : kShipped));
         EXPECT_EQ(r.status, 2) << args << ": " << r.err;

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/greedy_generator.h"
 #include "format/safetensors_writer.h"
 #include "model_runner.h"
 #include "random_model.h"

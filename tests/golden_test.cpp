@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "format/safetensors.h"
+#include "golden_reference.h"
 #include "model_runner.h"
 
 namespace myriad::testing {
@@ -16,49 +16,10 @@ namespace {
 
 constexpr double kTol = 1e-3;
 
-std::string golden_dir(const std::string& name) {
-    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/" + name;
-}
+using Prompt = GoldenPrompt;
+using Reference = GoldenReference;
 
-struct Prompt {
-    std::vector<int32_t> ids, generated;  // generated: g0..g8
-    std::vector<float> prefill, decode;   // [T, V], [8, V]
-};
-
-struct Reference {
-    int64_t vocab = 0;
-    Prompt p[2];
-};
-
-Reference load_reference(const std::string& name) {
-    SafetensorsFile f(golden_dir(name) + "/reference.safetensors");
-    Reference r;
-    auto ints = [&](const std::string& key) {
-        TensorView v = f.view(*f.find(key));
-        std::vector<int32_t> out(v.nbytes() / 8);
-        for (size_t i = 0; i < out.size(); ++i) {
-            int64_t x;
-            std::memcpy(&x, v.data + 8 * i, 8);
-            out[i] = static_cast<int32_t>(x);
-        }
-        return out;
-    };
-    auto floats = [&](const std::string& key, int64_t* vocab) {
-        TensorView v = f.view(*f.find(key));
-        if (vocab) *vocab = v.shape().back();
-        std::vector<float> out(v.nbytes() / 4);
-        std::memcpy(out.data(), v.data, v.nbytes());
-        return out;
-    };
-    for (int i = 0; i < 2; ++i) {
-        const std::string k = "p" + std::to_string(i) + ".";
-        r.p[i].ids = ints(k + "prompt_ids");
-        r.p[i].generated = ints(k + "generated_ids");
-        r.p[i].prefill = floats(k + "prefill_logits", &r.vocab);
-        r.p[i].decode = floats(k + "decode_logits", nullptr);
-    }
-    return r;
-}
+Reference load_reference(const std::string& name) { return load_golden_reference(name); }
 
 // Argmax of each row; the test compares tokens only where the reference's top-2 margin is clear.
 void expect_same_greedy_tokens(const std::vector<float>& ours, const std::vector<float>& ref,
@@ -77,8 +38,7 @@ void expect_same_greedy_tokens(const std::vector<float>& ours, const std::vector
     }
 }
 
-const char* const kModels[] = {"v3_grouped_yarn", "moonlight_plain",     "yarn_params_mscale",
-                               "v2lite_yarn_noqlora", "kimi_k2",         "kimi_k25"};
+const char* const* const kModels = kGoldenModels;
 
 class Golden : public ::testing::TestWithParam<std::tuple<std::string, int>> {
 protected:
@@ -177,7 +137,7 @@ TEST_P(Golden, BothPromptsInOneBatch) {
 
 std::vector<std::tuple<std::string, int>> golden_params() {
     std::vector<std::tuple<std::string, int>> out;
-    for (const char* m : kModels)
+    for (const char* m : kGoldenModels)
         for (int tp : {1, 2, 4}) out.emplace_back(m, tp);
     return out;
 }
@@ -198,7 +158,7 @@ double prefill_error(const std::string& name, ModelFaults faults) {
 TEST(GoldenControl, HalfSplitRopeFails) {
     ModelFaults f;
     f.rope_half_split = true;
-    for (const char* m : kModels) EXPECT_GT(prefill_error(m, f), kTol) << m;
+    for (const char* m : kGoldenModels) EXPECT_GT(prefill_error(m, f), kTol) << m;
 }
 
 TEST(GoldenControl, SoftmaxScaleWithoutMscaleSquaredFails) {
@@ -211,11 +171,11 @@ TEST(GoldenControl, SoftmaxScaleWithoutMscaleSquaredFails) {
 TEST(GoldenControl, DroppedSharedExpertFails) {
     ModelFaults f;
     f.drop_shared_experts = true;
-    for (const char* m : kModels) EXPECT_GT(prefill_error(m, f), kTol) << m;
+    for (const char* m : kGoldenModels) EXPECT_GT(prefill_error(m, f), kTol) << m;
 }
 
 TEST(GoldenControl, UnfaultedModelPasses) {
-    for (const char* m : kModels) {
+    for (const char* m : kGoldenModels) {
         const double err = prefill_error(m, {});
         std::printf("%-22s prefill max|ours - ref| / max|ref| = %.2e\n", m, err);
         EXPECT_LE(err, kTol) << m;

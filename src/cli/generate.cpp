@@ -1,15 +1,18 @@
-// myriad generate: one-shot greedy generation from token ids.
+// myriad generate: one-shot generation from token ids on the engine; or, with --concurrency,
+// R requests pushed through the engine C at a time, reporting throughput.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "engine/greedy_generator.h"
+#include "engine/engine.h"
+#include "engine/model_defaults.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
-#include "format/generation_config.h"
 #include "model/model_config.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -17,6 +20,8 @@
 namespace myriad::cli {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 std::vector<TokenId> parse_ids(const std::string& text, const char* flag) {
     std::vector<TokenId> ids;
@@ -42,58 +47,149 @@ struct GenerateArgs {
     std::string model;
     std::string prompt_ids;
     int64_t max_tokens = 16;
-    double temperature = 0.0;
+    double temperature = 1.0, top_p = 1.0, min_p = 0.0;
+    int64_t top_k = 0;
+    int64_t seed = -1;
+    int64_t n = 1;
     int tp = 1;
     int threads = 0;
-    int64_t prefill_chunk = 0;
+    int64_t max_num_batched_tokens = 2048;
+    int64_t max_num_seqs = 64;
     bool ids = false;
+    bool ignore_eos = false;
     std::string device = "cpu";
+    int64_t concurrency = 0, requests = 0, input_len = 128, shared_prefix = 0;
+    CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
+                *min_p_opt = nullptr;
 };
 
-int run_generate(const GenerateArgs& a) {
-    if (a.temperature != 0.0)
-        bad_input("--temperature {}: only greedy decoding (--temperature 0) exists so far",
-                  a.temperature);
+std::string join_ids(const std::vector<TokenId>& ids) {
+    std::string out;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) out += ',';
+        out += std::to_string(ids[i]);
+    }
+    return out;
+}
+
+// Drains one request's outputs; returns its tokens.
+std::vector<TokenId> collect(RequestHandle& h, RequestOutput* last) {
+    std::vector<TokenId> tokens;
+    RequestOutput out;
+    while (h.next(out)) {
+        if (!out.error.empty()) internal_error("request {} failed: {}", h.id(), out.error);
+        tokens.insert(tokens.end(), out.tokens.begin(), out.tokens.end());
+        if (out.finished && last) *last = out;
+    }
+    return tokens;
+}
+
+int run_concurrency(const GenerateArgs& a, Engine& engine, const SamplingParams& base,
+                    const std::vector<TokenId>& fixed_prompt, int64_t vocab) {
+    if (a.requests < 1) bad_input("--requests {} must be at least 1", a.requests);
+    std::mt19937 rng(1);
+    std::vector<TokenId> prefix;
+    for (int64_t i = 0; i < a.shared_prefix; ++i) prefix.push_back(static_cast<TokenId>(rng() % vocab));
+    auto make_prompt = [&] {
+        if (!fixed_prompt.empty()) return fixed_prompt;
+        std::vector<TokenId> p = prefix;
+        while (static_cast<int64_t>(p.size()) < std::max(a.input_len, a.shared_prefix + 1))
+            p.push_back(static_cast<TokenId>(rng() % vocab));
+        return p;
+    };
+    engine.start();
+    auto t0 = Clock::now();
+    int64_t submitted = 0, prompt_tokens = 0, generated = 0, cached = 0;
+    std::vector<std::shared_ptr<RequestHandle>> live;
+    while (submitted < a.requests || !live.empty()) {
+        while (submitted < a.requests && static_cast<int64_t>(live.size()) < a.concurrency) {
+            SamplingParams p = base;
+            if (p.seed) p.seed = *p.seed + static_cast<uint64_t>(submitted);
+            auto prompt = make_prompt();
+            prompt_tokens += static_cast<int64_t>(prompt.size());
+            live.push_back(engine.submit(prompt, p));
+            ++submitted;
+        }
+        RequestOutput last;
+        generated += static_cast<int64_t>(collect(*live.front(), &last).size());
+        cached += last.cached_tokens;
+        live.erase(live.begin());
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    EngineStats st = engine.stats();
+    std::printf("requests %lld, concurrency %lld: %.3f s; prompt %.1f tok/s (%lld cached of %lld); "
+                "generated %.1f tok/s; %lld steps, %lld preemptions\n",
+                (long long)a.requests, (long long)a.concurrency, s, prompt_tokens / s,
+                (long long)cached, (long long)prompt_tokens, generated / s, (long long)st.steps,
+                (long long)st.preemptions);
+    return 0;
+}
+
+int run_generate(GenerateArgs& a) {
     if (a.device != "cpu")
         bad_input("--device {}: only the cpu backend exists so far", a.device);
     if (a.max_tokens < 1) bad_input("--max-tokens {} must be at least 1", a.max_tokens);
+    if (a.n < 1) bad_input("-n {} must be at least 1", a.n);
+    const bool bench = a.concurrency > 0;
+    if (!bench && a.prompt_ids.empty()) bad_input("--prompt-ids is required (or --concurrency)");
     const std::string dir = resolve_model(a.model);
-    std::vector<TokenId> prompt = parse_ids(a.prompt_ids, "--prompt-ids");
+    std::vector<TokenId> prompt;
+    if (!a.prompt_ids.empty()) prompt = parse_ids(a.prompt_ids, "--prompt-ids");
     ModelConfig config = load_model_config(dir);
     for (TokenId id : prompt)
         if (id >= config.vocab_size)
             bad_input("--prompt-ids: token id {} is outside the vocabulary of {} tokens ({})", id,
                       config.vocab_size, config.path);
-    GenerationConfig gen = load_generation_config(dir);
+    ModelDefaults defaults = load_model_defaults(dir, config);
     Checkpoint ckpt = Checkpoint::open(dir);
 
     WorkerGroupOptions wo;
     wo.tp = a.tp;
     wo.threads = a.threads;
-    const int64_t total = static_cast<int64_t>(prompt.size()) + a.max_tokens;
-    wo.kv_blocks = (total + wo.kv_block_size - 1) / wo.kv_block_size;
+    const int64_t per_seq = std::max<int64_t>(prompt.size(), a.input_len) + a.max_tokens;
+    const int64_t seqs = bench ? a.concurrency : a.n;
+    wo.kv_blocks = seqs * ((per_seq + wo.kv_block_size - 1) / wo.kv_block_size) + 1;
     WorkerGroup workers(config, ckpt, wo);
 
-    GreedyOptions go;
-    go.max_tokens = a.max_tokens;
-    go.prefill_chunk = a.prefill_chunk;
-    for (int64_t id : gen.eos_token_ids) go.stop_ids.push_back(static_cast<TokenId>(id));
-    for (int64_t id : config.eos_token_ids) go.stop_ids.push_back(static_cast<TokenId>(id));
-    GreedyResult res = generate_greedy(workers, prompt, go);
+    EngineConfig ec;
+    ec.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+    ec.scheduler.max_num_seqs = a.max_num_seqs;
+    ec.eos_ids = defaults.eos_ids;
+    ec.defaults = defaults.sampling;
+    Engine engine(workers, ec);
 
-    std::string out;
-    for (size_t i = 0; i < res.tokens.size(); ++i) {
-        if (i) out += ',';
-        out += std::to_string(res.tokens[i]);
+    SamplingParams p;
+    p.temperature = a.temperature;
+    p.top_p = a.top_p;
+    p.top_k = a.top_k;
+    p.min_p = a.min_p;
+    p = engine.with_defaults(p, a.temperature_opt->count() > 0, a.top_p_opt->count() > 0,
+                             a.top_k_opt->count() > 0, a.min_p_opt->count() > 0, false);
+    p.max_tokens = a.max_tokens;
+    p.ignore_eos = a.ignore_eos || bench;
+    if (a.seed >= 0) p.seed = static_cast<uint64_t>(a.seed);
+    if (bench) return run_concurrency(a, engine, p, prompt, config.vocab_size);
+
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (int64_t i = 0; i < a.n; ++i) {
+        SamplingParams pi = p;
+        if (pi.seed) pi.seed = *pi.seed + static_cast<uint64_t>(i);
+        handles.push_back(engine.submit(prompt, pi));
     }
-    std::printf("%s\n", out.c_str());
+    auto t0 = Clock::now();
+    engine.run_until_idle();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    int64_t total = 0;
+    for (auto& h : handles) {
+        auto tokens = collect(*h, nullptr);
+        total += static_cast<int64_t>(tokens.size());
+        std::printf("%s\n", join_ids(tokens).c_str());
+    }
+    std::fflush(stdout);
     if (!a.ids) log::info("text output needs the tokenizer, which is not built yet: printed ids");
-    const double decoded = static_cast<double>(res.tokens.size() > 0 ? res.tokens.size() - 1 : 0);
-    log::info("prefill {} tokens in {:.3f} s ({:.1f} tok/s); decode {} tokens in {:.3f} s "
-              "({:.1f} tok/s); tp {}{}",
-              prompt.size(), res.prefill_seconds, prompt.size() / std::max(res.prefill_seconds, 1e-9),
-              decoded, res.decode_seconds, decoded / std::max(res.decode_seconds, 1e-9), a.tp,
-              res.stopped ? "; ended by a stop token" : "");
+    log::info("{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
+              "({:.1f} tok/s); temperature {}, tp {}",
+              a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature, a.tp);
     return 0;
 }
 
@@ -102,15 +198,30 @@ int run_generate(const GenerateArgs& a) {
 Run add_generate(CLI::App& app) {
     auto a = std::make_shared<GenerateArgs>();
     app.add_option("model", a->model, "model folder (default: the shipped model)");
-    app.add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids")
-        ->required();
+    app.add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids");
     app.add_option("--max-tokens", a->max_tokens, "tokens to generate at most (default 16)");
-    app.add_option("--temperature", a->temperature, "0 = greedy (the only mode so far)");
+    a->temperature_opt = app.add_option("--temperature", a->temperature,
+                                        "0 = greedy (default: generation_config.json, else 1)");
+    a->top_p_opt = app.add_option("--top-p", a->top_p, "nucleus sampling mass (default 1)");
+    a->top_k_opt = app.add_option("--top-k", a->top_k, "sample among the k best (0 = off)");
+    a->min_p_opt = app.add_option("--min-p", a->min_p, "drop tokens below min_p * best");
+    app.add_option("--seed", a->seed, "random seed (sequence i of -n uses seed + i)");
+    app.add_option("-n", a->n, "sequences from the prompt, in one batch, one line each");
+    app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the model's stop tokens");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_option("--device", a->device, "cpu (default)");
     app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
-    app.add_option("--prefill-chunk", a->prefill_chunk, "prefill in chunks of N tokens");
+    app.add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
+                   "token budget of a step; prompts longer are prefilled in chunks (default 2048)");
+    app.add_option("--max-num-seqs", a->max_num_seqs, "sequences running at once (default 64)");
     app.add_flag("--ids", a->ids, "print generated token ids, comma-separated");
+    app.add_option("--concurrency", a->concurrency,
+                   "throughput mode: keep C requests in flight (with --requests)");
+    app.add_option("--requests", a->requests, "throughput mode: requests in all");
+    app.add_option("--input-len", a->input_len,
+                   "throughput mode without --prompt-ids: random prompts of N tokens (default 128)");
+    app.add_option("--shared-prefix", a->shared_prefix,
+                   "throughput mode: the first N prompt tokens are the same in every request");
     return [a] { return run_generate(*a); };
 }
 

@@ -23,7 +23,9 @@ struct TensorInfo {
     int64_t numel() const;
 };
 
-// A zero-copy view of one tensor's bytes in a mapped file.
+// A zero-copy view of one tensor's bytes in a mapped file. The format does not align tensors:
+// `data` is aligned to the dtype only when the writer ordered tensors for it (huggingface's writer
+// puts larger dtypes first; write_safetensors keeps the caller's order).
 struct TensorView {
     const TensorInfo* info = nullptr;
     const uint8_t* data = nullptr;

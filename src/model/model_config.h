@@ -23,11 +23,13 @@ struct RopeScaling {
     double mscale = 1.0;          // absent -> 1.0
     double mscale_all_dim = 0.0;  // absent -> 0.0
     std::optional<double> attention_factor;
+
+    bool operator==(const RopeScaling&) const = default;
 };
 
 struct ModelConfig {
-    std::string path;        // the config.json read, for error messages
-    std::string model_type;  // of the text model: deepseek_v3 | kimi_k2
+    std::string path;              // the config.json read, for error messages
+    std::string model_type;        // of the text model: deepseek_v3 | kimi_k2
     std::string outer_model_type;  // kimi_k25 for the multimodal wrapper, else empty
     bool multimodal = false;       // text_config present: vision tensors exist and are skipped
 
@@ -62,7 +64,7 @@ struct ModelConfig {
     bool tie_word_embeddings = false;
     std::optional<int64_t> bos_token_id;
     std::vector<int64_t> eos_token_ids;
-    std::string torch_dtype;  // informational
+    std::string torch_dtype;                     // informational
     nlohmann::ordered_json quantization_config;  // raw; null when absent
 
     int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }

@@ -1,0 +1,224 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "engine/sampler.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace myriad {
+
+Engine::Engine(WorkerGroup& workers, EngineConfig config)
+    : workers_(workers),
+      config_(std::move(config)),
+      blocks_(workers.options().kv_blocks, workers.options().kv_block_size, config_.prefix_caching),
+      scheduler_(config_.scheduler, blocks_) {
+    const int64_t capacity = workers.options().kv_blocks * workers.options().kv_block_size;
+    max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len
+                                               : workers.config().max_position_embeddings;
+    max_model_len_ = std::min(max_model_len_, capacity);
+    if (config_.scheduler.max_num_seqs < 1 || config_.scheduler.max_num_batched_tokens < 1)
+        bad_input("--max-num-seqs and --max-num-batched-tokens must be at least 1");
+    stats_.blocks_total = blocks_.num_blocks();
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+SamplingParams Engine::with_defaults(SamplingParams p, bool temperature_set, bool top_p_set,
+                                     bool top_k_set, bool min_p_set, bool repetition_set) const {
+    const SamplingDefaults& d = config_.defaults;
+    if (!temperature_set && d.temperature) p.temperature = *d.temperature;
+    if (!top_p_set && d.top_p) p.top_p = *d.top_p;
+    if (!top_k_set && d.top_k) p.top_k = *d.top_k;
+    if (!min_p_set && d.min_p) p.min_p = *d.min_p;
+    if (!repetition_set && d.repetition_penalty) p.repetition_penalty = *d.repetition_penalty;
+    return p;
+}
+
+std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt,
+                                              SamplingParams p) {
+    const int64_t vocab = workers_.config().vocab_size;
+    if (prompt.empty()) bad_input("the prompt is empty");
+    for (TokenId t : prompt)
+        if (t < 0 || t >= vocab) bad_input("prompt token id {} is outside the vocabulary of {}", t, vocab);
+    if (static_cast<int64_t>(prompt.size()) >= max_model_len_)
+        bad_input("the prompt has {} tokens; this model's maximum context is {} tokens",
+                  prompt.size(), max_model_len_);
+    if (p.temperature < 0) bad_input("temperature {} must be at least 0", p.temperature);
+    if (!(p.top_p > 0 && p.top_p <= 1)) bad_input("top_p {} must be in (0, 1]", p.top_p);
+    if (p.top_k < -1) bad_input("top_k {} must be -1, 0 or positive", p.top_k);
+    if (p.min_p < 0 || p.min_p > 1) bad_input("min_p {} must be in [0, 1]", p.min_p);
+    if (p.repetition_penalty <= 0) bad_input("repetition_penalty {} must be positive", p.repetition_penalty);
+    if (p.presence_penalty < -2 || p.presence_penalty > 2)
+        bad_input("presence_penalty {} must be in [-2, 2]", p.presence_penalty);
+    if (p.frequency_penalty < -2 || p.frequency_penalty > 2)
+        bad_input("frequency_penalty {} must be in [-2, 2]", p.frequency_penalty);
+    if (p.max_tokens < 1) bad_input("max_tokens {} must be at least 1", p.max_tokens);
+    if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
+        bad_input("min_tokens {} must be in [0, max_tokens]", p.min_tokens);
+    if (p.top_logprobs > 20) bad_input("top_logprobs {} must be at most 20", p.top_logprobs);
+    for (const auto& [t, b] : p.logit_bias)
+        if (t < 0 || t >= vocab) bad_input("logit_bias names token {} outside the vocabulary", t);
+    for (TokenId t : p.stop_token_ids)
+        if (t < 0 || t >= vocab) bad_input("stop_token_ids has {} outside the vocabulary", t);
+
+    auto seq = std::make_unique<Sequence>();
+    seq->tokens = prompt;
+    seq->prompt_len = static_cast<int64_t>(prompt.size());
+    seq->params = p;
+    seq->seed = p.seed ? *p.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
+    if (!p.ignore_eos) seq->stop_ids = config_.eos_ids;
+    seq->stop_ids.insert(seq->stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+    std::shared_ptr<RequestHandle> handle;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        seq->id = next_id_++;
+        handle = std::make_shared<RequestHandle>(seq->id);
+        seq->handle = handle;
+        pending_.push_back(std::move(seq));
+    }
+    cv_.notify_all();
+    return handle;
+}
+
+void Engine::take_submissions() {
+    std::vector<std::unique_ptr<Sequence>> incoming;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        incoming.swap(pending_);
+    }
+    for (auto& s : incoming) scheduler_.add(std::move(s));
+}
+
+void Engine::finish(Sequence* seq, FinishReason reason, RequestOutput out) {
+    out.finished = true;
+    out.reason = reason;
+    out.prompt_tokens = seq->prompt_len;
+    out.cached_tokens = seq->cached_tokens;
+    out.completion_tokens = seq->num_output();
+    auto handle = seq->handle;
+    std::unique_ptr<Sequence> owned = scheduler_.remove(seq);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.prompt_tokens += owned->prompt_len;
+        stats_.cached_tokens += owned->cached_tokens;
+    }
+    handle->push(std::move(out));
+}
+
+bool Engine::step() {
+    take_submissions();
+    for (Sequence* seq : scheduler_.all())
+        if (seq->handle->cancelled()) finish(seq, FinishReason::Abort, {});
+    std::vector<ScheduledSeq> batch = scheduler_.schedule();
+    if (batch.empty()) {
+        if (config_.check_invariants) blocks_.check_invariants();
+        return !scheduler_.idle();
+    }
+
+    const int64_t bs = blocks_.block_size(), vocab = workers_.config().vocab_size;
+    StepInput st;
+    for (const ScheduledSeq& s : batch) {
+        Sequence& seq = *s.seq;
+        SeqSlice slice;
+        slice.q_begin = st.num_tokens();
+        slice.q_len = s.num_tokens;
+        slice.ctx_len = seq.num_computed + s.num_tokens;
+        slice.block_table = seq.blocks;
+        for (int64_t i = 0; i < s.num_tokens; ++i) {
+            const int64_t pos = seq.num_computed + i;
+            st.token_ids.push_back(seq.tokens[pos]);
+            st.positions.push_back(static_cast<int32_t>(pos));
+            st.slots.push_back(static_cast<int64_t>(seq.blocks[pos / bs]) * bs + pos % bs);
+        }
+        if (s.sample) st.logit_rows.push_back(static_cast<int32_t>(slice.q_begin + s.num_tokens - 1));
+        st.seqs.push_back(std::move(slice));
+    }
+    logits_.resize(st.logit_rows.size() * vocab);
+    try {
+        workers_.step(st, logits_.data());
+    } catch (const std::exception& e) {
+        log::warn("a forward step failed: {}; its {} requests end with an error", e.what(), batch.size());
+        for (const ScheduledSeq& s : batch) {
+            RequestOutput out;
+            out.error = e.what();
+            finish(s.seq, FinishReason::Error, std::move(out));
+        }
+        return true;
+    }
+
+    size_t row = 0;
+    int64_t generated = 0;
+    for (const ScheduledSeq& s : batch) {
+        Sequence& seq = *s.seq;
+        seq.num_computed += s.num_tokens;
+        blocks_.register_full_blocks(seq.blocks, seq.tokens, seq.num_computed, seq.block_hashes);
+        if (!s.sample) continue;
+        float* logits = logits_.data() + row++ * vocab;
+        if (config_.logits_observer) config_.logits_observer(seq.id, seq.num_computed - 1, logits);
+        SampleResult r = sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(), seq.output(),
+                                      seq.stop_ids);
+        seq.tokens.push_back(r.token);
+        ++generated;
+        RequestOutput out;
+        out.tokens = {r.token};
+        if (seq.params.top_logprobs >= 0) out.logprobs = {r};
+        out.prompt_tokens = seq.prompt_len;
+        out.cached_tokens = seq.cached_tokens;
+        out.completion_tokens = seq.num_output();
+        const bool stop = seq.num_output() > seq.params.min_tokens - 1 &&
+                          std::find(seq.stop_ids.begin(), seq.stop_ids.end(), r.token) != seq.stop_ids.end();
+        if (stop) {
+            out.stop_token = r.token;
+            finish(&seq, FinishReason::Stop, std::move(out));
+        } else if (seq.num_output() >= seq.params.max_tokens ||
+                   static_cast<int64_t>(seq.tokens.size()) >= max_model_len_) {
+            finish(&seq, FinishReason::Length, std::move(out));
+        } else {
+            seq.handle->push(std::move(out));
+        }
+    }
+    if (config_.check_invariants) blocks_.check_invariants();
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.steps;
+        stats_.generated_tokens += generated;
+        stats_.preemptions = scheduler_.preemptions();
+        stats_.running = scheduler_.num_running();
+        stats_.waiting = scheduler_.num_waiting();
+        stats_.blocks_used = blocks_.num_used();
+    }
+    return true;
+}
+
+EngineStats Engine::stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EngineStats s = stats_;
+    s.waiting += static_cast<int64_t>(pending_.size());
+    return s;
+}
+
+void Engine::start() {
+    thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::loop() {
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [&] { return stop_ || !pending_.empty() || !scheduler_.idle(); });
+            if (stop_) return;
+        }
+        step();
+    }
+}
+
+}  // namespace myriad

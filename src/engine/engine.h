@@ -1,0 +1,87 @@
+// Engine: requests in, tokens out. Each step the scheduler picks a flat batch, every worker runs
+// the forward pass on its shard, the sampler picks tokens on rank 0's logits, and each request's
+// new tokens go to its handle. Runs on its own thread (start()) or step by step (tests).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/request.h"
+#include "engine/sampling_params.h"
+#include "engine/scheduler.h"
+#include "engine/worker_group.h"
+
+namespace myriad {
+
+struct EngineConfig {
+    SchedulerConfig scheduler;
+    int64_t max_model_len = 0;  // 0: max_position_embeddings capped by the KV cache
+    bool prefix_caching = true;
+    std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
+    SamplingDefaults defaults;
+    bool check_invariants = false;  // block manager checks after every step (tests, debug)
+    // Called with the logits each sampled token was drawn from, before any processing: request
+    // id, position of the token the logits follow, [vocab] values (tests, evaluation).
+    std::function<void(uint64_t, int64_t, const float*)> logits_observer;
+};
+
+struct EngineStats {
+    int64_t steps = 0, preemptions = 0, prompt_tokens = 0, cached_tokens = 0,
+            generated_tokens = 0, running = 0, waiting = 0, blocks_used = 0, blocks_total = 0;
+};
+
+class Engine {
+public:
+    Engine(WorkerGroup& workers, EngineConfig config);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Checks the request (bad input names the field) and queues it; thread-safe.
+    std::shared_ptr<RequestHandle> submit(const std::vector<TokenId>& prompt,
+                                          SamplingParams params);
+    // The request parameters with the model's defaults filled in where the caller left them.
+    SamplingParams with_defaults(SamplingParams params, bool temperature_set, bool top_p_set,
+                                 bool top_k_set, bool min_p_set, bool repetition_set) const;
+
+    // Runs the loop on a background thread until destruction.
+    void start();
+    // One step on the caller's thread (when not started): false when there was nothing to do.
+    bool step();
+    void run_until_idle() {
+        while (step()) {
+        }
+    }
+
+    int64_t max_model_len() const { return max_model_len_; }
+    EngineStats stats();
+    const BlockManager& block_manager() const { return blocks_; }
+
+private:
+    void take_submissions();
+    void finish(Sequence* seq, FinishReason reason, RequestOutput out);
+    void loop();
+
+    WorkerGroup& workers_;
+    EngineConfig config_;
+    int64_t max_model_len_;
+    BlockManager blocks_;
+    Scheduler scheduler_;
+    std::vector<float> logits_;
+
+    std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_
+    std::condition_variable cv_;
+    std::vector<std::unique_ptr<Sequence>> pending_;
+    bool stop_ = false;
+    uint64_t next_id_ = 1;
+    EngineStats stats_;
+    std::thread thread_;
+};
+
+}  // namespace myriad

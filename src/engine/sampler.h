@@ -1,0 +1,33 @@
+// Sampler: turns one sequence's logits into its next token. Randomness comes from a counter-based
+// stream keyed by (seed, output index), so a seeded request draws the same numbers whatever else
+// shares its batch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace myriad {
+
+struct TokenLogprob {
+    TokenId token = 0;
+    float logprob = 0.0f;
+};
+
+struct SampleResult {
+    TokenId token = 0;
+    float logprob = 0.0f;                 // of the chosen token under the model's distribution
+    std::vector<TokenLogprob> top;        // the top N alternatives when asked
+};
+
+// A uniform number in [0, 1) from (seed, counter): splitmix64 of the pair.
+double counter_uniform(uint64_t seed, uint64_t counter);
+
+// `logits` [vocab] is modified (penalties, bias, temperature). `prompt` and `output` are the
+// sequence's tokens so far; `stop_ids` are masked while output is shorter than min_tokens.
+SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& params,
+                          uint64_t seed, const std::vector<TokenId>& prompt,
+                          const std::vector<TokenId>& output, const std::vector<TokenId>& stop_ids);
+
+}  // namespace myriad

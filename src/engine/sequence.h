@@ -1,0 +1,39 @@
+// Sequence: the engine's record of one request — its tokens (prompt, then output), how many of
+// them have KV in the cache, its blocks, its sampling parameters and its handle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampling_params.h"
+
+namespace myriad {
+
+struct Sequence {
+    uint64_t id = 0;
+    std::vector<TokenId> tokens;  // prompt followed by the generated tokens
+    int64_t prompt_len = 0;
+    int64_t num_computed = 0;   // tokens whose KV is in the cache
+    int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache at first admission
+    bool admitted = false;      // scheduled at least once
+    int64_t preemptions = 0;
+    std::vector<BlockId> blocks;
+    std::vector<uint64_t> block_hashes;  // chain hashes of its full blocks so far
+    SamplingParams params;
+    uint64_t seed = 0;
+    std::vector<TokenId> stop_ids;  // eos ids (unless ignore_eos) and the request's stop ids
+    std::shared_ptr<RequestHandle> handle;
+
+    int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+    int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+    std::vector<TokenId> prompt() const {
+        return std::vector<TokenId>(tokens.begin(), tokens.begin() + prompt_len);
+    }
+    std::vector<TokenId> output() const {
+        return std::vector<TokenId>(tokens.begin() + prompt_len, tokens.end());
+    }
+};
+
+}  // namespace myriad

@@ -1,0 +1,46 @@
+#include "golden_reference.h"
+
+#include <cstring>
+
+#include "format/safetensors.h"
+
+namespace myriad::testing {
+
+const char* const kGoldenModels[6] = {"v3_grouped_yarn",     "moonlight_plain", "yarn_params_mscale",
+                                      "v2lite_yarn_noqlora", "kimi_k2",         "kimi_k25"};
+
+std::string golden_dir(const std::string& name) {
+    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/" + name;
+}
+
+GoldenReference load_golden_reference(const std::string& name) {
+    SafetensorsFile f(golden_dir(name) + "/reference.safetensors");
+    GoldenReference r;
+    auto ints = [&](const std::string& key) {
+        TensorView v = f.view(*f.find(key));
+        std::vector<int32_t> out(v.nbytes() / 8);
+        for (size_t i = 0; i < out.size(); ++i) {
+            int64_t x;
+            std::memcpy(&x, v.data + 8 * i, 8);
+            out[i] = static_cast<int32_t>(x);
+        }
+        return out;
+    };
+    auto floats = [&](const std::string& key, int64_t* vocab) {
+        TensorView v = f.view(*f.find(key));
+        if (vocab) *vocab = v.shape().back();
+        std::vector<float> out(v.nbytes() / 4);
+        std::memcpy(out.data(), v.data, v.nbytes());
+        return out;
+    };
+    for (int i = 0; i < 2; ++i) {
+        const std::string k = "p" + std::to_string(i) + ".";
+        r.p[i].ids = ints(k + "prompt_ids");
+        r.p[i].generated = ints(k + "generated_ids");
+        r.p[i].prefill = floats(k + "prefill_logits", &r.vocab);
+        r.p[i].decode = floats(k + "decode_logits", nullptr);
+    }
+    return r;
+}
+
+}  // namespace myriad::testing
