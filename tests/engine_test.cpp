@@ -5,6 +5,7 @@
 
 #include <map>
 #include <random>
+#include <thread>
 
 #include "engine/engine.h"
 #include "golden_reference.h"
@@ -229,6 +230,41 @@ TEST(EngineTraffic, RandomRequestsAndCancellationsFreeEveryBlock) {
     EXPECT_GT(rig.engine->stats().preemptions, 0) << rig.engine->stats().steps << " steps";
     EXPECT_EQ(rig.engine->block_manager().num_used(), 0);
     rig.engine->block_manager().check_invariants();
+}
+
+}  // namespace
+}  // namespace myriad::testing
+
+namespace myriad::testing {
+namespace {
+
+TEST(EngineThread, ClientsOnOtherThreadsDrainAndCancel) {
+    auto rig = make_rig("kimi_k2", 2, 64, 256);
+    rig.engine->start();
+    auto ref = load_golden_reference("kimi_k2");
+    std::vector<std::thread> clients;
+    std::vector<std::vector<TokenId>> got(4);
+    std::vector<FinishReason> reasons(4);
+    for (int c = 0; c < 4; ++c)
+        clients.emplace_back([&, c] {
+            SamplingParams p = greedy(c == 3 ? 1000 : 9);
+            auto h = rig.engine->submit(ref.p[c % 2].ids, p);
+            RequestOutput out;
+            while (h->next(out)) {
+                got[c].insert(got[c].end(), out.tokens.begin(), out.tokens.end());
+                if (c == 3 && got[c].size() == 5) h->cancel();
+                if (out.finished) reasons[c] = out.reason;
+            }
+        });
+    for (auto& t : clients) t.join();
+    for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(reasons[c], FinishReason::Length) << c;
+        EXPECT_EQ(got[c], std::vector<TokenId>(ref.p[c % 2].generated.begin(),
+                                               ref.p[c % 2].generated.begin() + 9))
+            << c;
+    }
+    EXPECT_EQ(reasons[3], FinishReason::Abort);
+    EXPECT_LT(got[3].size(), 1000u);
 }
 
 }  // namespace

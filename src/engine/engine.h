@@ -25,7 +25,11 @@ struct EngineConfig {
     bool prefix_caching = true;
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
     SamplingDefaults defaults;
-    bool check_invariants = false;  // block manager checks after every step (tests, debug)
+#ifdef NDEBUG
+    bool check_invariants = false;  // block manager checks after every step (tests, debug builds)
+#else
+    bool check_invariants = true;
+#endif
     // Called with the logits each sampled token was drawn from, before any processing: request
     // id, position of the token the logits follow, [vocab] values (tests, evaluation).
     std::function<void(uint64_t, int64_t, const float*)> logits_observer;
