@@ -22,8 +22,12 @@ configure: $(BUILD)/build.ninja
 build: deps configure
 	@start=$$(date +%s); cmake --build $(BUILD); echo "build: $$(( $$(date +%s) - start )) s"
 
+PORT ?= 8000
 run: build
-	./$(BUILD)/myriad generate $(MODEL) --prompt-ids 3840,3843,1,2,3 --max-tokens 16 --temperature 0
+	@echo "myriad serve: http://127.0.0.1:$(PORT)/v1 (Ctrl-C stops it). Try:"
+	@echo "  curl http://127.0.0.1:$(PORT)/v1/chat/completions -H 'Content-Type: application/json' \\"
+	@echo "    -d '{\"model\": \"myriad-tiny\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32}'"
+	./$(BUILD)/myriad serve $(MODEL) --served-model-name myriad-tiny --port $(PORT)
 
 unit-test:
 	@start=$$(date +%s); ctest --test-dir $(BUILD) -LE gpu --output-on-failure -j $$(nproc); \
@@ -37,7 +41,8 @@ fuzz:
 	 for t in $(BUILD)/fuzz/fuzz_*; do \
 	   [ -f $$t ] && [ -x $$t ] || continue; \
 	   name=$$(basename $$t); mkdir -p $(BUILD)/fuzz/corpus-$$name; \
-	   $$t -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 $(BUILD)/fuzz/corpus-$$name fuzz/corpus/$$name \
+	   runs=$$(sed -n "s/^$$name //p" fuzz/runs.txt); \
+	   $$t -runs=$${runs:-$(FUZZ_RUNS)} -seed=1 -max_len=4096 $(BUILD)/fuzz/corpus-$$name fuzz/corpus/$$name \
 	     2>$(BUILD)/fuzz/$$name.log || { tail -40 $(BUILD)/fuzz/$$name.log; exit 1; }; \
 	   tail -1 $(BUILD)/fuzz/$$name.log; \
 	 done; echo "fuzz: $$(( $$(date +%s) - start )) s"

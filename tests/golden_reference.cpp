@@ -14,7 +14,11 @@ std::string golden_dir(const std::string& name) {
 }
 
 GoldenReference load_golden_reference(const std::string& name) {
-    SafetensorsFile f(golden_dir(name) + "/reference.safetensors");
+    return load_reference_in(golden_dir(name));
+}
+
+GoldenReference load_reference_in(const std::string& dir) {
+    SafetensorsFile f(dir + "/reference.safetensors");
     GoldenReference r;
     auto ints = [&](const std::string& key) {
         TensorView v = f.view(*f.find(key));

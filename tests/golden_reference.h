@@ -18,6 +18,8 @@ struct GoldenReference {
 
 std::string golden_dir(const std::string& name);
 GoldenReference load_golden_reference(const std::string& name);
+// reference.safetensors of the checkpoint folder `dir` (e.g. one of tests/goldens_quant).
+GoldenReference load_reference_in(const std::string& dir);
 
 // The six golden models.
 extern const char* const kGoldenModels[6];

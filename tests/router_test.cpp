@@ -27,8 +27,8 @@ void route(const RouterCase& c, std::vector<int32_t>& ids, std::vector<float>& w
         gate.f32()[e * hidden] = std::log(c.scores[e] / (1.0f - c.scores[e]));
         bias.f32()[e] = c.bias[e];
     }
-    Weight g{WeightFormat::Dense, n, hidden, gate.t, nullptr};
-    Weight b{WeightFormat::Dense, 1, n, bias.t, nullptr};
+    Weight g{WeightFormat::Dense, n, hidden, gate.t, nullptr, {}};
+    Weight b{WeightFormat::Dense, 1, n, bias.t, nullptr, {}};
     HostTensor id_t(DType::I32, {1, c.params.top_k}), w_t(DType::F32, {1, c.params.top_k});
     ops.moe_route(x.t, g, b, c.params, id_t.t, w_t.t);
     ids.assign(id_t.t.ptr<int32_t>(), id_t.t.ptr<int32_t>() + c.params.top_k);

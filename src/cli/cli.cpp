@@ -22,7 +22,11 @@ int main(int argc, char** argv) {
     };
     add("generate", "one-shot greedy generation from token ids", add_generate);
     add("inspect", "config, tensors, bytes by dtype and per rank", add_inspect);
+    add("tokenize", "text to token ids (JSON arrays)", add_tokenize);
+    add("detokenize", "token ids to text", add_detokenize);
+    add("chat-template", "the exact prompt a chat request renders to", add_chat_template);
     add("bench-model", "prefill and decode speed of the engine alone", add_bench_model);
+    add("serve", "the OpenAI-compatible server", add_serve);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -12,7 +12,11 @@ using Run = std::function<int()>;
 
 Run add_generate(CLI::App& app);
 Run add_inspect(CLI::App& app);
+Run add_tokenize(CLI::App& app);
+Run add_detokenize(CLI::App& app);
+Run add_chat_template(CLI::App& app);
 Run add_bench_model(CLI::App& app);
+Run add_serve(CLI::App& app);
 
 // MODEL as given, or the shipped model when empty.
 std::string resolve_model(const std::string& model);

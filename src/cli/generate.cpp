@@ -58,6 +58,7 @@ struct GenerateArgs {
     bool ids = false;
     bool ignore_eos = false;
     std::string device = "cpu";
+    std::string kv_cache_dtype = "auto";
     int64_t concurrency = 0, requests = 0, input_len = 128, shared_prefix = 0;
     CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
                 *min_p_opt = nullptr;
@@ -145,6 +146,7 @@ int run_generate(GenerateArgs& a) {
 
     WorkerGroupOptions wo;
     wo.tp = a.tp;
+    wo.kv_cache_dtype = parse_kv_cache_dtype(a.kv_cache_dtype);
     wo.threads = a.threads;
     const int64_t per_seq = std::max<int64_t>(prompt.size(), a.input_len) + a.max_tokens;
     const int64_t seqs = bench ? a.concurrency : a.n;
@@ -210,6 +212,9 @@ Run add_generate(CLI::App& app) {
     app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the model's stop tokens");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_option("--device", a->device, "cpu (default)");
+    app.add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                   "latent cache storage: auto (the checkpoint's FP8 scheme, else exact F32 on the "
+                   "CPU), bf16, fp8 (e4m3, per-layer k_scale from the checkpoint or 1.0), fp32");
     app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
     app.add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
                    "token budget of a step; prompts longer are prefilled in chunks (default 2048)");

@@ -1,10 +1,13 @@
 // myriad inspect: what a checkpoint holds and what each tensor-parallel rank would hold.
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "cli/commands.h"
 #include "format/checkpoint.h"
+#include "model/kv_cache.h"
+#include "model/linear_format.h"
 #include "model/model_config.h"
 #include "model/tensor_layout.h"
 #include "model/weights.h"
@@ -24,6 +27,66 @@ std::string human_bytes(double b) {
     return fmt::format("{:.2f} {}", b, units[u]);
 }
 
+// A linear's name with its layer and expert numbers replaced by '*', to group alike linears.
+std::string linear_kind(std::string_view name) {
+    std::string out;
+    for (size_t i = 0; i < name.size();) {
+        if (std::isdigit(static_cast<unsigned char>(name[i])) && i > 0 && name[i - 1] == '.') {
+            while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+            out += '*';
+        } else {
+            out += name[i++];
+        }
+    }
+    return out;
+}
+
+// The format of every linear (grouped by kind), then the bytes per format in the checkpoint and
+// on each of `tp` ranks.
+void print_linear_formats(const ModelConfig& c, const Checkpoint& ckpt, const std::string& prefix,
+                          int tp) {
+    if (c.quant.method == QuantMethod::None)
+        std::printf("quantised    no (every linear dense)\n");
+    else
+        std::printf("quantised    %s, from %s\n",
+                    std::string(quant_method_name(c.quant.method)).c_str(), c.quant.source.c_str());
+    struct Kind {
+        int64_t count = 0;
+        int64_t bytes = 0;
+    };
+    std::map<std::pair<std::string, std::string>, Kind> kinds;  // (kind, format)
+    std::map<std::string, Kind> formats;
+    std::map<std::string, int64_t> per_rank;
+    for (const auto& t : expected_tensors(c)) {
+        if (!is_linear_weight(t.name)) continue;
+        const WeightFormat f = linear_format(c, t.name, prefix);
+        const std::string fname(weight_format_name(f));
+        int64_t bytes = 0, rank_bytes = 0;
+        for (const StoredTensor& st : stored_tensors(c, t, f, prefix)) {
+            const int64_t b = static_cast<int64_t>(ckpt.get(st.name).nbytes());
+            bytes += b;
+            rank_bytes += t.shard != ShardKind::Replicated && !st.scalar ? b / tp : b;
+        }
+        Kind& k = kinds[{linear_kind(t.name), fname}];
+        ++k.count;
+        k.bytes += bytes;
+        ++formats[fname].count;
+        formats[fname].bytes += bytes;
+        per_rank[fname] += rank_bytes;
+    }
+    std::printf("linears      by format:");
+    for (const auto& [f, k] : formats)
+        std::printf("  %s %lld (%s)", f.c_str(), (long long)k.count,
+                    human_bytes(static_cast<double>(k.bytes)).c_str());
+    std::printf("\n             per rank at tp %d:", tp);
+    for (const auto& [f, b] : per_rank)
+        std::printf("  %s %s", f.c_str(), human_bytes(static_cast<double>(b)).c_str());
+    std::printf("\n");
+    for (const auto& [key, k] : kinds)
+        std::printf("  %-52s %-10s x%-6lld %s\n", key.first.c_str(), key.second.c_str(),
+                    (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
+}
+
 int run_inspect(const std::string& model_arg, int tp) {
     const std::string dir = resolve_model(model_arg);
     ModelConfig c = load_model_config(dir);
@@ -31,6 +94,7 @@ int run_inspect(const std::string& model_arg, int tp) {
     validate_checkpoint(c, ckpt);
     if (tp < 1) bad_input("--tp {} must be at least 1", tp);
     validate_tp(c, tp);
+    if (tp > 1) validate_checkpoint(c, ckpt, tp);  // quantised shards on whole blocks
 
     std::printf("model        %s\n", dir.c_str());
     std::printf("model_type   %s%s\n", c.model_type.c_str(),
@@ -39,18 +103,18 @@ int run_inspect(const std::string& model_arg, int tp) {
                 (long long)c.first_k_dense_replace);
     std::printf("hidden       %lld, vocab %lld, intermediate %lld\n", (long long)c.hidden_size,
                 (long long)c.vocab_size, (long long)c.intermediate_size);
-    std::printf("attention    MLA, %lld heads, q_lora_rank %s, kv_lora_rank %lld, "
-                "qk_nope %lld, qk_rope %lld, v %lld\n",
-                (long long)c.num_attention_heads,
-                c.q_lora_rank ? std::to_string(c.q_lora_rank).c_str() : "null",
-                (long long)c.kv_lora_rank, (long long)c.qk_nope_head_dim,
-                (long long)c.qk_rope_head_dim, (long long)c.v_head_dim);
-    std::printf("experts      %lld routed (top %lld, %lld groups, top %lld groups), %lld shared, "
-                "width %lld, scaling %.4g, norm_topk_prob %s\n",
-                (long long)c.n_routed_experts, (long long)c.num_experts_per_tok,
-                (long long)c.n_group, (long long)c.topk_group, (long long)c.n_shared_experts,
-                (long long)c.moe_intermediate_size, c.routed_scaling_factor,
-                c.norm_topk_prob ? "true" : "false");
+    std::printf(
+        "attention    MLA, %lld heads, q_lora_rank %s, kv_lora_rank %lld, "
+        "qk_nope %lld, qk_rope %lld, v %lld\n",
+        (long long)c.num_attention_heads,
+        c.q_lora_rank ? std::to_string(c.q_lora_rank).c_str() : "null", (long long)c.kv_lora_rank,
+        (long long)c.qk_nope_head_dim, (long long)c.qk_rope_head_dim, (long long)c.v_head_dim);
+    std::printf(
+        "experts      %lld routed (top %lld, %lld groups, top %lld groups), %lld shared, "
+        "width %lld, scaling %.4g, norm_topk_prob %s\n",
+        (long long)c.n_routed_experts, (long long)c.num_experts_per_tok, (long long)c.n_group,
+        (long long)c.topk_group, (long long)c.n_shared_experts, (long long)c.moe_intermediate_size,
+        c.routed_scaling_factor, c.norm_topk_prob ? "true" : "false");
     if (c.rope_scaling.yarn)
         std::printf("rope         theta %g, YaRN factor %g over %lld, mscale %g / %g\n",
                     c.rope_theta, c.rope_scaling.factor,
@@ -77,19 +141,32 @@ int run_inspect(const std::string& model_arg, int tp) {
         std::printf("  %-10s %6lld tensors  %s\n", dt.c_str(), (long long)e.first,
                     human_bytes(static_cast<double>(e.second)).c_str());
 
+    print_linear_formats(c, ckpt, prefix, tp);
+
     int64_t sharded = 0, replicated = 0;
     for (const auto& t : expected_tensors(c)) {
-        TensorView v = ckpt.get(prefix + t.name);
-        int64_t b = shard_bytes(t.shape, t.shard, static_cast<int64_t>(dtype_size(v.dtype())), tp);
-        (t.shard == ShardKind::Replicated ? replicated : sharded) += b;
+        const WeightFormat f =
+            is_linear_weight(t.name) ? linear_format(c, t.name, prefix) : WeightFormat::Dense;
+        for (const StoredTensor& st : stored_tensors(c, t, f, prefix)) {
+            const int64_t b = static_cast<int64_t>(ckpt.get(st.name).nbytes());
+            const bool split = t.shard != ShardKind::Replicated && !st.scalar;
+            (split ? sharded : replicated) += split ? b / tp : b;
+        }
     }
     std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
                 human_bytes(static_cast<double>(sharded + replicated)).c_str(),
                 human_bytes(static_cast<double>(sharded)).c_str(),
                 human_bytes(static_cast<double>(replicated)).c_str());
     const int64_t kv_token = c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim);
-    std::printf("KV cache     %lld values per token (MLA latent, every rank): %s in BF16\n",
-                (long long)kv_token, human_bytes(static_cast<double>(kv_token * 2)).c_str());
+    std::string note;
+    const DType kv = resolve_kv_cache_dtype(KvCacheDtype::Auto, c, &note);
+    std::printf(
+        "KV cache     %lld values per token (MLA latent, every rank): %s in BF16, %s in "
+        "FP8; --kv-cache-dtype auto stores %s%s\n",
+        (long long)kv_token, human_bytes(static_cast<double>(kv_token * 2)).c_str(),
+        human_bytes(static_cast<double>(kv_token)).c_str(),
+        kv == DType::F8_E4M3 ? "FP8 e4m3" : "F32 on the CPU",
+        kv == DType::F8_E4M3 ? fmt::format(" ({})", c.quant.kv_cache_field).c_str() : "");
     return 0;
 }
 

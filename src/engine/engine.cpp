@@ -48,7 +48,8 @@ std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt
     const int64_t vocab = workers_.config().vocab_size;
     if (prompt.empty()) bad_input("the prompt is empty");
     for (TokenId t : prompt)
-        if (t < 0 || t >= vocab) bad_input("prompt token id {} is outside the vocabulary of {}", t, vocab);
+        if (t < 0 || t >= vocab)
+            bad_input("prompt token id {} is outside the vocabulary of {}", t, vocab);
     if (static_cast<int64_t>(prompt.size()) >= max_model_len_)
         bad_input("the prompt has {} tokens; this model's maximum context is {} tokens",
                   prompt.size(), max_model_len_);
@@ -56,7 +57,8 @@ std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt
     if (!(p.top_p > 0 && p.top_p <= 1)) bad_input("top_p {} must be in (0, 1]", p.top_p);
     if (p.top_k < -1) bad_input("top_k {} must be -1, 0 or positive", p.top_k);
     if (p.min_p < 0 || p.min_p > 1) bad_input("min_p {} must be in [0, 1]", p.min_p);
-    if (p.repetition_penalty <= 0) bad_input("repetition_penalty {} must be positive", p.repetition_penalty);
+    if (p.repetition_penalty <= 0)
+        bad_input("repetition_penalty {} must be positive", p.repetition_penalty);
     if (p.presence_penalty < -2 || p.presence_penalty > 2)
         bad_input("presence_penalty {} must be in [-2, 2]", p.presence_penalty);
     if (p.frequency_penalty < -2 || p.frequency_penalty > 2)
@@ -69,6 +71,8 @@ std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt
         if (t < 0 || t >= vocab) bad_input("logit_bias names token {} outside the vocabulary", t);
     for (TokenId t : p.stop_token_ids)
         if (t < 0 || t >= vocab) bad_input("stop_token_ids has {} outside the vocabulary", t);
+    for (TokenId t : p.forced_tokens)
+        if (t < 0 || t >= vocab) bad_input("forced token {} is outside the vocabulary", t);
 
     auto seq = std::make_unique<Sequence>();
     seq->tokens = prompt;
@@ -121,6 +125,7 @@ bool Engine::step() {
     std::vector<ScheduledSeq> batch = scheduler_.schedule();
     if (batch.empty()) {
         if (config_.check_invariants) blocks_.check_invariants();
+        publish_stats(0, false);  // cancelled requests may have freed blocks
         return !scheduler_.idle();
     }
 
@@ -139,14 +144,16 @@ bool Engine::step() {
             st.positions.push_back(static_cast<int32_t>(pos));
             st.slots.push_back(static_cast<int64_t>(seq.blocks[pos / bs]) * bs + pos % bs);
         }
-        if (s.sample) st.logit_rows.push_back(static_cast<int32_t>(slice.q_begin + s.num_tokens - 1));
+        if (s.sample)
+            st.logit_rows.push_back(static_cast<int32_t>(slice.q_begin + s.num_tokens - 1));
         st.seqs.push_back(std::move(slice));
     }
     logits_.resize(st.logit_rows.size() * vocab);
     try {
         workers_.step(st, logits_.data());
     } catch (const std::exception& e) {
-        log::warn("a forward step failed: {}; its {} requests end with an error", e.what(), batch.size());
+        log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
+                  batch.size());
         for (const ScheduledSeq& s : batch) {
             RequestOutput out;
             out.error = e.what();
@@ -164,8 +171,11 @@ bool Engine::step() {
         if (!s.sample) continue;
         float* logits = logits_.data() + row++ * vocab;
         if (config_.logits_observer) config_.logits_observer(seq.id, seq.num_computed - 1, logits);
-        SampleResult r = sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(), seq.output(),
-                                      seq.stop_ids);
+        const auto& forced = seq.params.forced_tokens;
+        SampleResult r = seq.num_output() < static_cast<int64_t>(forced.size())
+                             ? forced_token(logits, vocab, forced[seq.num_output()], seq.params)
+                             : sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(),
+                                            seq.output(), seq.stop_ids);
         seq.tokens.push_back(r.token);
         ++generated;
         RequestOutput out;
@@ -174,8 +184,9 @@ bool Engine::step() {
         out.prompt_tokens = seq.prompt_len;
         out.cached_tokens = seq.cached_tokens;
         out.completion_tokens = seq.num_output();
-        const bool stop = seq.num_output() > seq.params.min_tokens - 1 &&
-                          std::find(seq.stop_ids.begin(), seq.stop_ids.end(), r.token) != seq.stop_ids.end();
+        const bool stop =
+            seq.num_output() > seq.params.min_tokens - 1 &&
+            std::find(seq.stop_ids.begin(), seq.stop_ids.end(), r.token) != seq.stop_ids.end();
         if (stop) {
             out.stop_token = r.token;
             finish(&seq, FinishReason::Stop, std::move(out));
@@ -187,16 +198,18 @@ bool Engine::step() {
         }
     }
     if (config_.check_invariants) blocks_.check_invariants();
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++stats_.steps;
-        stats_.generated_tokens += generated;
-        stats_.preemptions = scheduler_.preemptions();
-        stats_.running = scheduler_.num_running();
-        stats_.waiting = scheduler_.num_waiting();
-        stats_.blocks_used = blocks_.num_used();
-    }
+    publish_stats(generated, true);
     return true;
+}
+
+void Engine::publish_stats(int64_t generated, bool ran_step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ran_step) ++stats_.steps;
+    stats_.generated_tokens += generated;
+    stats_.preemptions = scheduler_.preemptions();
+    stats_.running = scheduler_.num_running();
+    stats_.waiting = scheduler_.num_waiting();
+    stats_.blocks_used = blocks_.num_used();
 }
 
 EngineStats Engine::stats() {

@@ -36,12 +36,12 @@ struct EngineConfig {
 };
 
 struct EngineStats {
-    int64_t steps = 0, preemptions = 0, prompt_tokens = 0, cached_tokens = 0,
-            generated_tokens = 0, running = 0, waiting = 0, blocks_used = 0, blocks_total = 0;
+    int64_t steps = 0, preemptions = 0, prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0,
+            running = 0, waiting = 0, blocks_used = 0, blocks_total = 0;
 };
 
 class Engine {
-public:
+  public:
     Engine(WorkerGroup& workers, EngineConfig config);
     ~Engine();
     Engine(const Engine&) = delete;
@@ -67,9 +67,10 @@ public:
     EngineStats stats();
     const BlockManager& block_manager() const { return blocks_; }
 
-private:
+  private:
     void take_submissions();
     void finish(Sequence* seq, FinishReason reason, RequestOutput out);
+    void publish_stats(int64_t generated, bool ran_step);  // the scheduler's counts into stats_
     void loop();
 
     WorkerGroup& workers_;

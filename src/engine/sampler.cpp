@@ -27,6 +27,19 @@ void log_softmax(const float* x, int64_t n, std::vector<float>& out) {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] - lse);
 }
 
+// The chosen token's logprob and the `top` best of `raw_logprobs` (ties: lower id first).
+void fill_logprobs(SampleResult& res, const std::vector<float>& raw_logprobs, int64_t top) {
+    const int64_t vocab = static_cast<int64_t>(raw_logprobs.size());
+    res.logprob = raw_logprobs[res.token];
+    const int64_t n = std::min<int64_t>(top, vocab);
+    std::vector<int32_t> idx(static_cast<size_t>(vocab));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int32_t a, int32_t b) {
+        return raw_logprobs[a] > raw_logprobs[b] || (raw_logprobs[a] == raw_logprobs[b] && a < b);
+    });
+    for (int64_t i = 0; i < n; ++i) res.top.push_back({idx[i], raw_logprobs[idx[i]]});
+}
+
 }  // namespace
 
 SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p, uint64_t seed,
@@ -70,9 +83,10 @@ SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p,
         int64_t keep = vocab;
         if (p.top_k > 0 && p.top_k < vocab) {
             keep = p.top_k;
-            std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int32_t a, int32_t b) {
-                return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-            });
+            std::partial_sort(order.begin(), order.begin() + keep, order.end(),
+                              [&](int32_t a, int32_t b) {
+                                  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+                              });
         } else {
             std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
                 return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
@@ -114,15 +128,18 @@ SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p,
             }
         }
     }
+    if (p.top_logprobs >= 0) fill_logprobs(res, raw_logprobs, p.top_logprobs);
+    return res;
+}
+
+SampleResult forced_token(const float* logits, int64_t vocab, TokenId token,
+                          const SamplingParams& p) {
+    SampleResult res;
+    res.token = token;
     if (p.top_logprobs >= 0) {
-        res.logprob = raw_logprobs[res.token];
-        const int64_t n = std::min<int64_t>(p.top_logprobs, vocab);
-        std::vector<int32_t> idx(static_cast<size_t>(vocab));
-        std::iota(idx.begin(), idx.end(), 0);
-        std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int32_t a, int32_t b) {
-            return raw_logprobs[a] > raw_logprobs[b] || (raw_logprobs[a] == raw_logprobs[b] && a < b);
-        });
-        for (int64_t i = 0; i < n; ++i) res.top.push_back({idx[i], raw_logprobs[idx[i]]});
+        std::vector<float> raw_logprobs;
+        log_softmax(logits, vocab, raw_logprobs);
+        fill_logprobs(res, raw_logprobs, p.top_logprobs);
     }
     return res;
 }

@@ -17,8 +17,8 @@ struct TokenLogprob {
 
 struct SampleResult {
     TokenId token = 0;
-    float logprob = 0.0f;                 // of the chosen token under the model's distribution
-    std::vector<TokenLogprob> top;        // the top N alternatives when asked
+    float logprob = 0.0f;           // of the chosen token under the model's distribution
+    std::vector<TokenLogprob> top;  // the top N alternatives when asked
 };
 
 // A uniform number in [0, 1) from (seed, counter): splitmix64 of the pair.
@@ -26,8 +26,13 @@ double counter_uniform(uint64_t seed, uint64_t counter);
 
 // `logits` [vocab] is modified (penalties, bias, temperature). `prompt` and `output` are the
 // sequence's tokens so far; `stop_ids` are masked while output is shorter than min_tokens.
-SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& params,
-                          uint64_t seed, const std::vector<TokenId>& prompt,
-                          const std::vector<TokenId>& output, const std::vector<TokenId>& stop_ids);
+SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& params, uint64_t seed,
+                          const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
+                          const std::vector<TokenId>& stop_ids);
+
+// A token chosen by the caller instead of sampled: its logprob (and the top N when asked) under
+// the model's unprocessed distribution.
+SampleResult forced_token(const float* logits, int64_t vocab, TokenId token,
+                          const SamplingParams& params);
 
 }  // namespace myriad

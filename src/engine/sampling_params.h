@@ -15,7 +15,7 @@ struct SamplingParams {
     double top_p = 1.0;
     int64_t top_k = 0;  // 0 or -1: off
     double min_p = 0.0;
-    std::optional<uint64_t> seed;  // none: drawn at submission
+    std::optional<uint64_t> seed;     // none: drawn at submission
     double repetition_penalty = 1.0;  // > 1 discourages tokens already in prompt or output
     double presence_penalty = 0.0;    // subtracted once from tokens already generated
     double frequency_penalty = 0.0;   // subtracted per occurrence in the output
@@ -23,8 +23,12 @@ struct SamplingParams {
     std::vector<TokenId> stop_token_ids;  // in addition to the model's eos ids
     bool ignore_eos = false;
     int64_t max_tokens = 16;
-    int64_t min_tokens = 0;  // stop tokens are masked until this many were generated
+    int64_t min_tokens = 0;     // stop tokens are masked until this many were generated
     int64_t top_logprobs = -1;  // -1: no logprobs; 0: the chosen token's only; N: and the top N
+    // Emitted as the first output tokens instead of sampled ones (logprobs still come from the
+    // model); sampling takes over after them. Used to force a tool-call header (tool_choice) and
+    // by the server's test facility that replays a given text.
+    std::vector<TokenId> forced_tokens;
 };
 
 // Defaults that a checkpoint's generation_config.json sets (vLLM: --generation-config auto).

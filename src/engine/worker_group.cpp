@@ -6,6 +6,7 @@
 #include "ops/cpu/cpu_ops.h"
 #include "parallel/cpu_communicator.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 
 namespace myriad {
@@ -15,7 +16,12 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     : config_(config), checkpoint_(checkpoint), options_(options) {
     if (options_.tp < 1) bad_input("--tp {} must be at least 1", options_.tp);
     validate_tp(config_, options_.tp);
-    validate_checkpoint(config_, checkpoint_);
+    validate_checkpoint(config_, checkpoint_, options_.tp);
+    // Decided before any weight is read: an unusable KV setting never fails after loading.
+    std::string note;
+    kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
+    if (!note.empty()) log::info("{}", note);
+    if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
@@ -66,7 +72,8 @@ void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
         ops = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
         comm = std::make_unique<CpuCommunicator>(group, rank);
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm, options_.model);
-        cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size);
+        cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
+                                          kv_dtype_, kv_scales_);
     } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (!error_) error_ = std::current_exception();

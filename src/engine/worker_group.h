@@ -12,6 +12,7 @@
 
 #include "format/checkpoint.h"
 #include "model/deepseek_v3.h"
+#include "model/kv_cache.h"
 
 namespace myriad {
 
@@ -22,6 +23,7 @@ struct WorkerGroupOptions {
     int threads = 0;              // CPU threads in all; 0 = the machine's
     int64_t kv_blocks = 256;      // blocks per rank
     int64_t kv_block_size = 16;   // tokens per block
+    KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
     ModelOptions model;
 };
 
@@ -37,6 +39,8 @@ public:
     const ModelConfig& config() const { return config_; }
     const WorkerGroupOptions& options() const { return options_; }
     size_t weight_bytes_per_rank() const { return weight_bytes_; }
+    // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
+    DType kv_cache_dtype() const { return kv_dtype_; }
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`.
     void step(const StepInput& step, float* logits);
 
@@ -47,6 +51,8 @@ private:
     const Checkpoint& checkpoint_;
     WorkerGroupOptions options_;
     size_t weight_bytes_ = 0;
+    DType kv_dtype_ = DType::F32;
+    std::vector<float> kv_scales_;
     std::vector<std::thread> threads_;
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -262,6 +262,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
                     fmt::format("has type {}, expected object", json_type_name(*q)));
         c.quantization_config = *q;
     }
+    c.quant = parse_quant_config(c.quantization_config, source, nullptr, "");
     return c;
 }
 
@@ -273,7 +274,13 @@ ModelConfig load_model_config(const std::string& path) {
         file = (fs::path(path) / "config.json").string();
         if (!fs::exists(file, ec)) bad_input("{}: no config.json in this folder", path);
     }
-    return parse_model_config(read_json_file(file), file);
+    ModelConfig c = parse_model_config(read_json_file(file), file);
+    // Legacy ModelOpt exports describe their quantisation in hf_quant_config.json.
+    const fs::path hf = fs::path(file).parent_path() / "hf_quant_config.json";
+    if (fs::exists(hf, ec))
+        c.quant = parse_quant_config(c.quantization_config, file, read_json_file(hf.string()),
+                                     hf.string());
+    return c;
 }
 
 void validate_tp(const ModelConfig& c, int world) {

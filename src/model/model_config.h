@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "format/quant_config.h"
+
 namespace myriad {
 
 // YaRN parameters from `rope_scaling` (keys `type` or `rope_type`) or transformers' newer
@@ -66,6 +68,8 @@ struct ModelConfig {
     std::vector<int64_t> eos_token_ids;
     std::string torch_dtype;                     // informational
     nlohmann::ordered_json quantization_config;  // raw; null when absent
+    // Parsed from quantization_config and, by load_model_config, hf_quant_config.json beside it.
+    QuantConfig quant;
 
     int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
     bool is_moe_layer(int64_t layer) const {

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "model/linear_format.h"
 #include "model/tensor_layout.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -17,9 +18,15 @@ std::string text_model_prefix(const ModelConfig& config, const Checkpoint& ckpt)
     return "";  // the missing-tensor error will name model.embed_tokens.weight
 }
 
-void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt) {
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, int world) {
     const std::string prefix = text_model_prefix(config, ckpt);
     for (const auto& t : expected_tensors(config)) {
+        if (is_linear_weight(t.name)) {
+            const WeightFormat f = linear_format(config, t.name, prefix);
+            linear_source(config, ckpt, t, f, prefix);
+            check_quantized_sharding(config, t, f, world, prefix);
+            continue;
+        }
         const bool is_bias = t.name.ends_with("e_score_correction_bias");
         ckpt.expect(prefix + t.name, t.shape,
                     is_bias ? std::initializer_list<DType>{DType::F32, DType::BF16, DType::F16}
@@ -32,17 +39,22 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt) {
         if (is_ignored_tensor(config, n)) ++skipped;
     }
     if (skipped > 0)
-        log::info("{}: skipping {} tensors the text model does not use (vision tower, projector, "
-                  "multi-token prediction)",
-                  ckpt.path(), skipped);
+        log::info(
+            "{}: skipping {} tensors the text model does not use (vision tower, projector, "
+            "multi-token prediction)",
+            ckpt.path(), skipped);
 }
 
 namespace {
 
 class Loader {
-public:
+  public:
     Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, int rank, int world)
-        : ckpt_(ckpt), ops_(ops), rank_(rank), world_(world),
+        : config_(c),
+          ckpt_(ckpt),
+          ops_(ops),
+          rank_(rank),
+          world_(world),
           prefix_(text_model_prefix(c, ckpt)) {
         for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
     }
@@ -51,14 +63,20 @@ public:
         auto it = layout_.find(name);
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
-        TensorView v = ckpt_.expect(prefix_ + name, e.shape);
         WeightSource src;
-        src.data = v.data;
-        src.dtype = v.dtype();
-        src.src_rows = e.shape.size() == 2 ? e.shape[0] : 1;
-        src.src_cols = e.shape.size() == 2 ? e.shape[1] : e.shape[0];
-        src.row_end = src.src_rows;
-        src.col_end = src.src_cols;
+        if (is_linear_weight(name)) {
+            src = linear_source(config_, ckpt_, e, linear_format(config_, name, prefix_), prefix_);
+        } else {
+            TensorView v = ckpt_.expect(prefix_ + name, e.shape);
+            src.data = v.data;
+            src.dtype = v.dtype();
+            src.src_rows = e.shape.size() == 2 ? e.shape[0] : 1;
+            src.src_cols = e.shape.size() == 2 ? e.shape[1] : e.shape[0];
+            src.row_end = src.src_rows;
+            src.col_end = src.src_cols;
+        }
+        // The absorbed MLA ops read kv_b_proj's rows directly: it is held dense (reference §1.6).
+        src.to_dense = name.ends_with("kv_b_proj.weight");
         if (e.shard == ShardKind::Rows) {
             int64_t n = src.src_rows / world_;
             src.row_begin = n * rank_;
@@ -69,6 +87,9 @@ public:
             src.col_end = n * (rank_ + 1);
         }
         Weight w = ops_.load_weight(src);
+        if (w.format != WeightFormat::Dense)  // this shard's share of codes and scales
+            w.quant.bytes = static_cast<size_t>(static_cast<double>(w.quant.bytes) * w.rows *
+                                                w.cols / (src.src_rows * src.src_cols));
         bytes_ += w.bytes();
         return w;
     }
@@ -80,7 +101,8 @@ public:
 
     size_t bytes() const { return bytes_; }
 
-private:
+  private:
+    const ModelConfig& config_;
     const Checkpoint& ckpt_;
     Ops& ops_;
     int rank_, world_;

@@ -39,9 +39,11 @@ struct ModelWeights {
 // The checkpoint's prefix of the text model's tensors: "" or "language_model." (Kimi-K2.5).
 std::string text_model_prefix(const ModelConfig& config, const Checkpoint& checkpoint);
 
-// Checks every tensor the forward pass reads (presence, shape, dtype) without loading any; bad
-// input names the file and tensor. Logs once when vision or MTP tensors are skipped.
-void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint);
+// Checks every tensor the forward pass reads (presence, shape, dtype; quantised linears in the
+// format the quantisation config decides, their shards aligned to its blocks for `world` ranks)
+// without loading any; bad input names the file and tensor. Logs once when vision or MTP tensors
+// are skipped.
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint, int world = 1);
 
 // Loads rank `rank` of `world`: each rank reads only its slices.
 ModelWeights load_weights(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,

@@ -24,9 +24,12 @@ struct RopeParams {
 };
 
 // One layer of the paged MLA latent cache: per token kv_lora_rank latent values followed by
-// qk_rope_head_dim rotated key values, shared by all heads.
+// qk_rope_head_dim rotated key values, shared by all heads. Stored as F32, BF16 or float8_e4m3fn
+// (value = code * scale; written as value / scale, saturated to ±448); ops read it as F32.
 struct KvLayerView {
-    Tensor data;  // [num_blocks, block_size, latent_dim + rope_dim]
+    Tensor data;               // [num_blocks, block_size, latent_dim + rope_dim] of `dtype`
+    DType dtype = DType::F32;  // F32, BF16 or F8_E4M3
+    float scale = 1.0f;        // F8_E4M3 only: the layer's dequant scale
     int64_t block_size = 0;
     int64_t latent_dim = 0;
     int64_t rope_dim = 0;

@@ -1,5 +1,7 @@
 #include "util/dtype.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace myriad {
@@ -11,11 +13,11 @@ struct DTypeInfo {
     size_t size;
 };
 constexpr DTypeInfo kInfos[] = {
-    {DType::F32, "F32", 4},      {DType::F16, "F16", 2},   {DType::BF16, "BF16", 2},
-    {DType::F8_E4M3, "F8_E4M3", 1}, {DType::U8, "U8", 1},  {DType::I8, "I8", 1},
-    {DType::I32, "I32", 4},      {DType::I64, "I64", 8},   {DType::F64, "F64", 8},
-    {DType::BOOL, "BOOL", 1},    {DType::I16, "I16", 2},   {DType::U16, "U16", 2},
-    {DType::U32, "U32", 4},      {DType::U64, "U64", 8},
+    {DType::F32, "F32", 4},         {DType::F16, "F16", 2}, {DType::BF16, "BF16", 2},
+    {DType::F8_E4M3, "F8_E4M3", 1}, {DType::U8, "U8", 1},   {DType::I8, "I8", 1},
+    {DType::I32, "I32", 4},         {DType::I64, "I64", 8}, {DType::F64, "F64", 8},
+    {DType::BOOL, "BOOL", 1},       {DType::I16, "I16", 2}, {DType::U16, "U16", 2},
+    {DType::U32, "U32", 4},         {DType::U64, "U64", 8},
 };
 }  // namespace
 
@@ -68,7 +70,7 @@ uint16_t f32_to_f16(float f) {
     std::memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t absx = x & 0x7fffffffu;
-    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
     if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
     if (absx < 0x38800000u) {  // subnormal or zero in f16
         float a;
@@ -98,6 +100,26 @@ float f8e4m3_to_f32(uint8_t v) {
         out = std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, static_cast<int>(exp) - 7);
     }
     return sign ? -out : out;
+}
+
+uint8_t f32_to_f8e4m3(float f) {
+    if (std::isnan(f)) return 0x7f;
+    const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+    const float a = std::fabs(f);
+    if (a >= 448.0f) return sign | 0x7e;
+    if (a < 0.015625f) {  // below 2^-6: subnormal, steps of 2^-9 (8 steps reach the min normal)
+        return sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f));
+    }
+    int e = 0;
+    const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    int exp = e - 1 + 7;
+    int mant = static_cast<int>(std::nearbyint((2.0f * m - 1.0f) * 8.0f));  // half to even
+    if (mant == 8) {
+        mant = 0;
+        ++exp;
+    }
+    const int code = (exp << 3) | mant;
+    return sign | static_cast<uint8_t>(std::min(code, 0x7e));
 }
 
 void convert_to_f32(DType dt, const void* src, float* dst, size_t n) {

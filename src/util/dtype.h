@@ -38,6 +38,9 @@ float f16_to_f32(uint16_t v);
 uint16_t f32_to_f16(float f);
 // float8_e4m3fn: no infinities, 0x7f/0xff are NaN, max 448.
 float f8e4m3_to_f32(uint8_t v);
+// float -> float8_e4m3fn, round to nearest even, saturating to ±448 (as vLLM's FP8 casts); NaN
+// gives 0x7f.
+uint8_t f32_to_f8e4m3(float f);
 
 // Converts `n` elements of `src` (of type `dt`, one of F32, F16, BF16, F8_E4M3) to float.
 void convert_to_f32(DType dt, const void* src, float* dst, size_t n);

@@ -1,6 +1,7 @@
 // MLA on the CPU: rotary embedding, the paged latent cache, and attention in the naive
 // (prefill) and absorbed (decode) forms of reference.md §1.3 and §1.6.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -40,30 +41,86 @@ void CpuOps::rope(Tensor q, int64_t offset, const RopeParams& rope) {
     });
 }
 
-static float* cache_entry(const KvLayerView& cache, int64_t slot) {
+namespace {
+
+uint8_t* cache_entry(const KvLayerView& cache, int64_t slot) {
     const int64_t width = cache.latent_dim + cache.rope_dim;
-    return cache.data.ptr<float>() + slot * width;
+    return cache.data.ptr<uint8_t>() + slot * width * static_cast<int64_t>(dtype_size(cache.dtype));
 }
 
-static float* context_entry(const KvLayerView& cache, const SeqSlice& seq, int64_t position) {
+uint8_t* context_entry(const KvLayerView& cache, const SeqSlice& seq, int64_t position) {
     BlockId block = seq.block_table[static_cast<size_t>(position / cache.block_size)];
-    return cache_entry(cache, static_cast<int64_t>(block) * cache.block_size +
-                                  position % cache.block_size);
+    return cache_entry(
+        cache, static_cast<int64_t>(block) * cache.block_size + position % cache.block_size);
 }
+
+void store_entry(const KvLayerView& cache, uint8_t* dst, const float* v) {
+    const int64_t width = cache.latent_dim + cache.rope_dim;
+    switch (cache.dtype) {
+        case DType::F32:
+            std::memcpy(dst, v, width * sizeof(float));
+            return;
+        case DType::BF16:
+            for (int64_t i = 0; i < width; ++i) {
+                const uint16_t b = f32_to_bf16(v[i]);
+                std::memcpy(dst + 2 * i, &b, 2);
+            }
+            return;
+        case DType::F8_E4M3: {
+            const float inv = 1.0f / cache.scale;
+            for (int64_t i = 0; i < width; ++i) dst[i] = f32_to_f8e4m3(v[i] * inv);
+            return;
+        }
+        default:
+            internal_error("KV cache dtype {} is not F32, BF16 or F8_E4M3",
+                           dtype_name(cache.dtype));
+    }
+}
+
+// A cached entry as F32: the cache itself when it stores F32, else decoded into `tmp`.
+const float* load_entry(const KvLayerView& cache, const uint8_t* src, float* tmp) {
+    const int64_t width = cache.latent_dim + cache.rope_dim;
+    switch (cache.dtype) {
+        case DType::F32:
+            return reinterpret_cast<const float*>(src);
+        case DType::BF16:
+            for (int64_t i = 0; i < width; ++i) {
+                uint16_t b;
+                std::memcpy(&b, src + 2 * i, 2);
+                tmp[i] = bf16_to_f32(b);
+            }
+            return tmp;
+        case DType::F8_E4M3: {
+            static const std::array<float, 256> table = [] {
+                std::array<float, 256> t{};
+                for (int i = 0; i < 256; ++i) t[i] = f8e4m3_to_f32(static_cast<uint8_t>(i));
+                return t;
+            }();
+            for (int64_t i = 0; i < width; ++i) tmp[i] = table[src[i]] * cache.scale;
+            return tmp;
+        }
+        default:
+            internal_error("KV cache dtype {} is not F32, BF16 or F8_E4M3",
+                           dtype_name(cache.dtype));
+    }
+}
+
+}  // namespace
 
 void CpuOps::mla_cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& rope,
                               const KvLayerView& cache) {
     const auto& st = step();
     const int64_t width = cache.latent_dim + cache.rope_dim;
-    MYRIAD_CHECK(ckv.dim(-1) == width, "cache append: ckv width {} but cache width {}",
-                 ckv.dim(-1), width);
+    MYRIAD_CHECK(ckv.dim(-1) == width, "cache append: ckv width {} but cache width {}", ckv.dim(-1),
+                 width);
     const int64_t capacity = cache.data.dim(0) * cache.block_size;
+    std::vector<float> entry(static_cast<size_t>(width));
     for (int64_t t = 0; t < ckv.dim(0); ++t) {
         int64_t slot = st.slots[t];
-        MYRIAD_CHECK(slot >= 0 && slot < capacity, "KV slot {} outside the cache of {} slots",
-                     slot, capacity);
+        MYRIAD_CHECK(slot >= 0 && slot < capacity, "KV slot {} outside the cache of {} slots", slot,
+                     capacity);
         const float* src = ckv.ptr<float>() + t * width;
-        float* dst = cache_entry(cache, slot);
+        float* dst = entry.data();
         const float* w = norm.data.ptr<float>();
         double ss = 0.0;
         for (int64_t i = 0; i < cache.latent_dim; ++i) ss += static_cast<double>(src[i]) * src[i];
@@ -72,6 +129,7 @@ void CpuOps::mla_cache_append(Tensor ckv, const Weight& norm, float eps, const R
         std::memcpy(dst + cache.latent_dim, src + cache.latent_dim, cache.rope_dim * sizeof(float));
         rope_rotate(dst + cache.latent_dim, cache.rope_dim, st.positions[t],
                     rope.inv_freq.ptr<float>(), rope.attention_factor, rope.style);
+        store_entry(cache, cache_entry(cache, slot), dst);
     }
 }
 
@@ -79,9 +137,10 @@ void CpuOps::mla_gather_context(const KvLayerView& cache, size_t seq_begin, size
                                 Tensor latent, Tensor k_rot) {
     const auto& seqs = step().seqs;
     int64_t row = 0;
+    std::vector<float> tmp(static_cast<size_t>(cache.latent_dim + cache.rope_dim));
     for (size_t s = seq_begin; s < seq_end; ++s) {
         for (int64_t p = 0; p < seqs[s].ctx_len; ++p, ++row) {
-            const float* e = context_entry(cache, seqs[s], p);
+            const float* e = load_entry(cache, context_entry(cache, seqs[s], p), tmp.data());
             std::memcpy(latent.ptr<float>() + row * cache.latent_dim, e,
                         cache.latent_dim * sizeof(float));
             std::memcpy(k_rot.ptr<float>() + row * cache.rope_dim, e + cache.latent_dim,
@@ -189,7 +248,7 @@ void CpuOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     const auto refs = query_rows(st, seq_begin, seq_end);
     const int64_t jobs = static_cast<int64_t>(refs.size()) * heads;
     pool_.parallel_for(jobs, [&](int64_t b, int64_t e) {
-        std::vector<float> scores;
+        std::vector<float> scores, tmp(static_cast<size_t>(latent + dr));
         for (int64_t job = b; job < e; ++job) {
             const QueryRef& ref = refs[job / heads];
             const SeqSlice& seq = st.seqs[ref.seq];
@@ -199,7 +258,7 @@ void CpuOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
             const float* qr = q.ptr<float>() + (ref.row * heads + h) * dq + nope_dim;
             scores.assign(n, 0.0f);
             for (int64_t j = 0; j < n; ++j) {
-                const float* entry = context_entry(cache, seq, j);
+                const float* entry = load_entry(cache, context_entry(cache, seq, j), tmp.data());
                 float s = 0.0f;
                 for (int64_t d = 0; d < latent; ++d) s += ql[d] * entry[d];
                 for (int64_t d = 0; d < dr; ++d) s += qr[d] * entry[latent + d];
@@ -209,7 +268,7 @@ void CpuOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
             float* o = o_lat.ptr<float>() + (ref.row * heads + h) * latent;
             std::fill(o, o + latent, 0.0f);
             for (int64_t j = 0; j < n; ++j) {
-                const float* entry = context_entry(cache, seq, j);
+                const float* entry = load_entry(cache, context_entry(cache, seq, j), tmp.data());
                 for (int64_t d = 0; d < latent; ++d) o[d] += scores[j] * entry[d];
             }
         }

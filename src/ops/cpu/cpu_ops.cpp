@@ -6,28 +6,31 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/cpu/cpu_dequant.h"
 #include "util/error.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace myriad {
 
-void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void set_blas_threads(int threads) {
+    openblas_set_num_threads(std::max(1, threads));
+}
 
 void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
               int64_t ldb, float* c, int64_t ldc) {
     if (m == 0 || n == 0) return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
-                0.0f, c, static_cast<int>(ldc));
+                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
+                c, static_cast<int>(ldc));
 }
 
 void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
               int64_t ldb, float* c, int64_t ldc) {
     if (m == 0 || n == 0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
-                static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
+                c, static_cast<int>(ldc));
 }
 
 CpuOps::CpuOps(int threads) : pool_(std::max(1, threads)) {}
@@ -46,8 +49,22 @@ Weight CpuOps::load_weight(const WeightSource& s) {
     Weight w;
     w.rows = s.row_end - s.row_begin;
     w.cols = s.col_end - s.col_begin;
+    if (s.format != WeightFormat::Dense) {
+        // Zero copy: the shard is a window of the mapped tensor, expanded tile by tile in linear.
+        w.format = s.format;
+        w.quant = s.quant;
+        w.quant.row_offset = s.row_begin;
+        w.quant.col_offset = s.col_begin;
+        if (!s.to_dense) return w;
+    }
     auto buf = std::make_shared<Buffer>(static_cast<size_t>(w.rows * w.cols) * sizeof(float));
-    w.data = Tensor(buf->data(), DType::F32, {w.rows, w.cols});
+    Tensor data(buf->data(), DType::F32, {w.rows, w.cols});
+    if (w.format != WeightFormat::Dense) {
+        dequantize_rows(w, 0, w.rows, data.ptr<float>());
+        w = Weight{WeightFormat::Dense, w.rows, w.cols, data, buf, {}};
+        return w;
+    }
+    w.data = data;
     w.storage = buf;
     const size_t esize = dtype_size(s.dtype);
     const auto* base = static_cast<const uint8_t*>(s.data);
@@ -89,7 +106,9 @@ void CpuOps::reset_scratch() {
     total_used_ = 0;
 }
 
-void CpuOps::copy_to_host(Tensor src, void* dst) { std::memcpy(dst, src.data, src.nbytes()); }
+void CpuOps::copy_to_host(Tensor src, void* dst) {
+    std::memcpy(dst, src.data, src.nbytes());
+}
 void CpuOps::copy_from_host(const void* src, Tensor dst) {
     std::memcpy(dst.data, src, dst.nbytes());
 }
@@ -133,7 +152,22 @@ void CpuOps::linear(Tensor x, const Weight& w, Tensor out) {
     MYRIAD_CHECK(k == w.cols && out.numel() == m * w.rows,
                  "linear: input {} and weight [{}, {}] and output {} disagree", x.shape_str(),
                  w.rows, w.cols, out.shape_str());
-    sgemm_nt(m, w.rows, k, x.ptr<float>(), k, w.data.ptr<float>(), k, out.ptr<float>(), w.rows);
+    if (w.format == WeightFormat::Dense) {
+        sgemm_nt(m, w.rows, k, x.ptr<float>(), k, w.data.ptr<float>(), k, out.ptr<float>(), w.rows);
+        return;
+    }
+    // Quantised: expand a tile of rows (about 1 MiB of F32, at least 64 rows) in parallel, then
+    // one FP32 product per tile into its output columns.
+    const int64_t tile = std::min(w.rows, std::max<int64_t>(64, (int64_t{1} << 18) / k));
+    dequant_tile_.resize(static_cast<size_t>(tile * k));
+    for (int64_t r0 = 0; r0 < w.rows; r0 += tile) {
+        const int64_t r1 = std::min(w.rows, r0 + tile);
+        pool_.parallel_for(r1 - r0, [&](int64_t b, int64_t e) {
+            dequantize_rows(w, r0 + b, r0 + e, dequant_tile_.data() + b * k);
+        });
+        sgemm_nt(m, r1 - r0, k, x.ptr<float>(), k, dequant_tile_.data(), k, out.ptr<float>() + r0,
+                 w.rows);
+    }
 }
 
 void CpuOps::add(Tensor x, Tensor y) {

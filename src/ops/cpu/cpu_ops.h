@@ -1,6 +1,7 @@
-// The CPU backend: the reference implementation of Ops. F32 activations and weights (converted
-// from BF16/F16/F32 at load, exactly), FP32 accumulation, OpenBLAS for matrix products, a
-// thread pool for attention and element-wise loops.
+// The CPU backend: the reference implementation of Ops. F32 activations; dense weights converted
+// from BF16/F16/F32 at load (exactly), quantised weights kept packed in the checkpoint mapping
+// and dequantised a tile of rows at a time in linear(); FP32 accumulation, OpenBLAS for matrix
+// products, a thread pool for attention and element-wise loops.
 #pragma once
 
 #include <memory>
@@ -58,6 +59,7 @@ private:
     const StepInput& step() const;
     ThreadPool pool_;
     const StepInput* step_ = nullptr;
+    std::vector<float> dequant_tile_;  // rows of a quantised weight expanded by linear()
     // Scratch arena: chunks used this step; at reset they merge into one chunk of their total.
     std::vector<Buffer> chunks_;
     size_t used_ = 0;  // bytes used in the last chunk

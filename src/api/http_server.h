@@ -1,0 +1,35 @@
+// The HTTP front: cpp-httplib's server with a thread pool sized for every admitted request plus a
+// few for probes, short keep-alive, the body limit, API-key checks and the routes of the
+// OpenAI-compatible API, /health, /metrics and /tokenize, /detokenize.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/server_state.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace myriad::api {
+
+class HttpServer {
+  public:
+    explicit HttpServer(ServerState& state);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds host:port (bad input naming both when it cannot); returns the port (for port 0).
+    int bind(const std::string& host, int port);
+    // Serves until stop(); returns once the listener closed and the workers finished.
+    void run();
+    void stop();
+
+  private:
+    ServerState& state_;
+    std::unique_ptr<httplib::Server> server_;
+};
+
+}  // namespace myriad::api

@@ -1,0 +1,78 @@
+#include "api/metrics.h"
+
+#include <fmt/format.h>
+
+namespace myriad::api {
+
+void Histogram::observe(double s) {
+    size_t i = 0;
+    while (i < kBounds.size() && s > kBounds[i]) ++i;
+    ++counts_[i];
+    sum_ += s;
+    ++count_;
+}
+
+void Histogram::render(std::string& out, const char* name, const char* help) const {
+    out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < kBounds.size(); ++i) {
+        cum += counts_[i];
+        out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], cum);
+    }
+    cum += counts_.back();
+    out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cum, name,
+                       sum_, name, count_);
+}
+
+void Metrics::request_done(const std::string& endpoint, int status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++requests_[{endpoint, status}];
+}
+
+void Metrics::tokens(int64_t prompt, int64_t cached, int64_t generated) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    prompt_ += prompt;
+    cached_ += cached;
+    generated_ += generated;
+}
+
+void Metrics::time_to_first_token(double s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ttft_.observe(s);
+}
+
+void Metrics::inter_token_latency(double s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    itl_.observe(s);
+}
+
+std::string Metrics::render(const EngineStats& e, bool ready) const {
+    std::string out;
+    auto gauge = [&](const char* name, const char* help, int64_t v, const char* type = "gauge") {
+        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, v);
+    };
+    std::lock_guard<std::mutex> lock(mutex_);
+    out +=
+        "# HELP myriad_requests_total HTTP requests answered, by endpoint and status\n"
+        "# TYPE myriad_requests_total counter\n";
+    for (const auto& [key, n] : requests_)
+        out += fmt::format("myriad_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first,
+                           key.second, n);
+    gauge("myriad_prompt_tokens_total", "prompt tokens of finished requests", prompt_, "counter");
+    gauge("myriad_cached_prompt_tokens_total", "prompt tokens served from the prefix cache",
+          cached_, "counter");
+    gauge("myriad_generation_tokens_total", "tokens generated", generated_, "counter");
+    ttft_.render(out, "myriad_time_to_first_token_seconds", "time from request to first token");
+    itl_.render(out, "myriad_inter_token_latency_seconds", "time between tokens of a stream");
+    gauge("myriad_num_requests_running", "sequences running in the engine", e.running);
+    gauge("myriad_num_requests_waiting", "sequences waiting for the engine", e.waiting);
+    gauge("myriad_kv_blocks_used", "KV-cache blocks in use", e.blocks_used);
+    gauge("myriad_kv_blocks_total", "KV-cache blocks in all", e.blocks_total);
+    gauge("myriad_preemptions_total", "sequences preempted for lack of KV blocks", e.preemptions,
+          "counter");
+    gauge("myriad_engine_steps_total", "engine steps run", e.steps, "counter");
+    gauge("myriad_ready", "1 once the model is loaded and warm", ready ? 1 : 0);
+    return out;
+}
+
+}  // namespace myriad::api

@@ -1,0 +1,69 @@
+// The requests of the OpenAI API parsed and checked into our types. A field of the wrong type or
+// out of range is an ApiError 400 naming the field; unknown fields are ignored.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace myriad::api {
+
+// Sampling and output fields shared by chat and completions.
+struct GenerationFields {
+    std::string model;
+    bool stream = false;
+    bool include_usage = false;         // stream_options.include_usage
+    std::optional<int64_t> max_tokens;  // max_completion_tokens or max_tokens
+    std::optional<double> temperature, top_p, min_p, repetition_penalty;
+    std::optional<int64_t> top_k;
+    double presence_penalty = 0, frequency_penalty = 0;
+    std::optional<uint64_t> seed;
+    int64_t n = 1;
+    std::vector<std::string> stop;
+    std::vector<TokenId> stop_token_ids;
+    std::vector<std::pair<TokenId, float>> logit_bias;
+    int64_t top_logprobs = -1;  // -1: no logprobs
+    int64_t min_tokens = 0;
+    bool ignore_eos = false;
+    bool skip_special_tokens = true;
+    bool include_stop_str_in_output = false;
+    std::optional<std::string> test_output;  // test facility (serve --enable-test-output)
+};
+
+enum class ToolChoice { None, Auto, Required, Named };
+
+struct ChatRequest : GenerationFields {
+    nlohmann::ordered_json messages;  // checked: roles, content shapes, tool calls
+    nlohmann::ordered_json tools;     // array or null
+    ToolChoice tool_choice = ToolChoice::None;
+    std::string tool_choice_name;  // for Named
+    bool parallel_tool_calls = true;
+    nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+    bool add_generation_prompt = true;
+    bool echo = false;
+};
+
+// A completions prompt: text, or token ids.
+struct Prompt {
+    std::optional<std::string> text;
+    std::vector<TokenId> ids;
+};
+
+struct CompletionRequest : GenerationFields {
+    std::vector<Prompt> prompts;
+    bool echo = false;
+};
+
+// Parses the body (JSON nested at most 64 deep).
+nlohmann::ordered_json parse_body(std::string_view body);
+ChatRequest parse_chat_request(std::string_view body);
+CompletionRequest parse_completion_request(std::string_view body);
+
+}  // namespace myriad::api

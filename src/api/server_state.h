@@ -1,0 +1,86 @@
+// What every handler shares: the options, the loaded model (once it is), the admission count
+// that turns requests away with 429 past max-num-seqs + max-queue, the drain flag, metrics.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/auth.h"
+#include "api/metrics.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace myriad::api {
+
+class PromptRenderer;
+
+struct ServerOptions {
+    std::string served_model_name;
+    std::string model_type;  // config.json model_type: picks the parsers and template
+    int64_t max_num_seqs = 64;
+    int64_t max_queue = 256;
+    size_t max_request_bytes = size_t{32} << 20;
+    std::string api_key;
+    std::string tool_call_parser;     // "" = from model_type
+    std::string reasoning_parser;     // "" = from model_type
+    std::string chat_template;        // --chat-template text, "" = the model's
+    bool enable_test_output = false;  // test facility: requests may carry `test_output`
+};
+
+// The model as the handlers use it; set once loading finished.
+struct LoadedServerModel {
+    Engine* engine = nullptr;
+    const Tokenizer* tokenizer = nullptr;
+    const PromptRenderer* renderer = nullptr;
+    std::vector<TokenId> eos_ids;
+    int64_t max_model_len = 0;
+};
+
+class ServerState {
+  public:
+    explicit ServerState(ServerOptions options)
+        : options_(std::move(options)), auth_(options_.api_key) {}
+
+    const ServerOptions& options() const { return options_; }
+    const Auth& auth() const { return auth_; }
+    Metrics& metrics() { return metrics_; }
+
+    // Loading: a phase for /health until ready.
+    void set_phase(std::string phase);
+    std::string phase() const;
+    void set_ready(LoadedServerModel model);
+    bool ready() const { return ready_.load(); }
+    const LoadedServerModel& model() const { return model_; }
+    double seconds_since_start() const;
+
+    // Admission of `seqs` sequences; false (nothing taken) past max-num-seqs + max-queue.
+    bool try_admit(int64_t seqs);
+    void release(int64_t seqs);
+    int64_t in_flight() const { return in_flight_.load(); }
+
+    // SIGTERM: new requests get 503; with cancel set, running ones stop at their next token.
+    void start_draining() { draining_ = true; }
+    bool draining() const { return draining_.load(); }
+    void cancel_all() { cancel_all_ = true; }
+    bool cancelling() const { return cancel_all_.load(); }
+
+  private:
+    ServerOptions options_;
+    Auth auth_;
+    Metrics metrics_;
+    mutable std::mutex mutex_;
+    std::string phase_ = "starting";
+    std::atomic<bool> ready_{false};
+    LoadedServerModel model_;
+    std::atomic<int64_t> in_flight_{0};
+    std::atomic<bool> draining_{false}, cancel_all_{false};
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace myriad::api

@@ -1,0 +1,255 @@
+// myriad serve: the OpenAI-compatible server. The HTTP listener starts first (so /health reports
+// load progress), then the model loads and warms up; SIGTERM or SIGINT drains: new requests get
+// 503, running ones finish (or are cancelled after --drain-timeout), and the process exits 0.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "api/chat_handler.h"
+#include "api/http_server.h"
+#include "api/prompt_renderer.h"
+#include "api/server_state.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "engine/model_defaults.h"
+#include "engine/worker_group.h"
+#include "format/checkpoint.h"
+#include "model/model_config.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace myriad::cli {
+
+namespace {
+
+struct ServeArgs {
+    std::string model;
+    std::string host = "127.0.0.1";
+    int port = 8000;
+    std::string api_key;
+    std::string served_model_name;
+    int64_t max_model_len = 0;
+    int64_t max_num_seqs = 64;
+    int64_t max_queue = 256;
+    int64_t max_request_bytes = int64_t{32} << 20;
+    int64_t max_num_batched_tokens = 2048;
+    int64_t kv_blocks = 0;
+    std::string kv_cache_dtype = "auto";
+    std::string chat_template;
+    std::string tool_call_parser;
+    std::string reasoning_parser;
+    int tp = 1;
+    int threads = 0;
+    std::string device = "cpu";
+    double drain_timeout = 30;
+    bool enable_test_output = false;
+};
+
+std::string read_file(const std::string& path, const char* flag) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) bad_input("{} {}: cannot read the file", flag, path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void check_args(const ServeArgs& a) {
+    if (a.device == "cuda")
+        bad_input("--device cuda: the CUDA backend is not built yet; use --device cpu");
+    if (a.device != "cpu") bad_input("--device {}: use cpu", a.device);
+    if (a.kv_cache_dtype == "fp8")
+        bad_input(
+            "--kv-cache-dtype fp8: FP8 KV cache needs the quantised formats, which are not "
+            "implemented yet; use auto or bf16");
+    if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bf16")
+        bad_input("--kv-cache-dtype {}: use auto, bf16 (fp8 later)", a.kv_cache_dtype);
+    if (a.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", a.max_num_seqs);
+    if (a.max_queue < 0) bad_input("--max-queue {} must be at least 0", a.max_queue);
+    if (a.max_request_bytes < 1024)
+        bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
+    if (a.port < 0 || a.port > 65535) bad_input("--port {} must be in 0..65535", a.port);
+    if (a.max_model_len < 0) bad_input("--max-model-len {} must be positive", a.max_model_len);
+    for (const std::string& p : {a.tool_call_parser})
+        if (!p.empty() && p != "kimi_k2" && p != "deepseek_v3" && p != "deepseek_v31")
+            bad_input("--tool-call-parser {}: use kimi_k2, deepseek_v3 or deepseek_v31", p);
+    if (!a.reasoning_parser.empty() && a.reasoning_parser != "kimi_k2" &&
+        a.reasoning_parser != "deepseek_r1" && a.reasoning_parser != "deepseek_v3")
+        bad_input("--reasoning-parser {}: use kimi_k2, deepseek_r1 or deepseek_v3",
+                  a.reasoning_parser);
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread, so only this wait sees them).
+int wait_for_signal(const sigset_t& set) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+}
+
+int run_serve(ServeArgs& a) {
+    check_args(a);
+    const std::string dir = resolve_model(a.model);
+    if (a.api_key.empty())
+        if (const char* env = std::getenv("MYRIAD_API_KEY")) a.api_key = env;
+    ModelConfig config = load_model_config(dir);
+
+    api::ServerOptions o;
+    o.served_model_name = a.served_model_name.empty() ? a.model.empty() ? "myriad-tiny" : a.model
+                                                      : a.served_model_name;
+    o.model_type = config.model_type;
+    o.max_num_seqs = a.max_num_seqs;
+    o.max_queue = a.max_queue;
+    o.max_request_bytes = static_cast<size_t>(a.max_request_bytes);
+    o.api_key = a.api_key;
+    o.tool_call_parser = a.tool_call_parser;
+    o.reasoning_parser = a.reasoning_parser;
+    if (!a.chat_template.empty()) o.chat_template = read_file(a.chat_template, "--chat-template");
+    o.enable_test_output = a.enable_test_output;
+    if (a.enable_test_output)
+        log::warn(
+            "--enable-test-output: requests may dictate the output text (a test facility; "
+            "never use it in production)");
+
+    // Signals go to the waiting thread only; a dead client's socket must not kill the process.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    api::ServerState state(o);
+    api::HttpServer http(state);
+    const int port = http.bind(a.host, a.port);
+    std::thread listener([&] { http.run(); });
+    auto stop_listener = [&] {
+        http.stop();
+        if (listener.joinable()) listener.join();
+    };
+
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::unique_ptr<api::PromptRenderer> renderer;
+    std::unique_ptr<Checkpoint> ckpt;
+    std::unique_ptr<WorkerGroup> workers;
+    std::unique_ptr<Engine> engine;
+    try {
+        state.set_phase("loading tokenizer");
+        tokenizer = Tokenizer::load(dir);
+        renderer = std::make_unique<api::PromptRenderer>(dir, config.model_type, o.chat_template);
+        ModelDefaults defaults = load_model_defaults(dir, config);
+        state.set_phase("loading weights");
+        ckpt = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+        WorkerGroupOptions wo;
+        wo.tp = a.tp;
+        wo.threads = a.threads;
+        const int64_t max_len = a.max_model_len > 0
+                                    ? a.max_model_len
+                                    : std::min<int64_t>(config.max_position_embeddings, 8192);
+        // Room for max-num-seqs sequences of 1024 tokens, and at least one full context.
+        wo.kv_blocks =
+            a.kv_blocks > 0
+                ? a.kv_blocks
+                : std::max<int64_t>(max_len, a.max_num_seqs * 1024) / wo.kv_block_size + 1;
+        workers = std::make_unique<WorkerGroup>(config, *ckpt, wo);
+        EngineConfig ec;
+        ec.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+        ec.scheduler.max_num_seqs = a.max_num_seqs;
+        ec.max_model_len = max_len;
+        ec.eos_ids = defaults.eos_ids;
+        ec.defaults = defaults.sampling;
+        ec.check_invariants = false;
+        engine = std::make_unique<Engine>(*workers, ec);
+        engine->start();
+        state.set_phase("warming up");
+        SamplingParams warm;
+        warm.max_tokens = 2;
+        warm.temperature = 0;
+        auto h = engine->submit({tokenizer->bos_id().value_or(0), 1}, warm);
+        RequestOutput out;
+        while (h->next(out)) {
+        }
+        api::LoadedServerModel lm;
+        lm.engine = engine.get();
+        lm.tokenizer = tokenizer.get();
+        lm.renderer = renderer.get();
+        lm.eos_ids = defaults.eos_ids;
+        lm.max_model_len = engine->max_model_len();
+        state.set_ready(lm);
+    } catch (...) {
+        stop_listener();
+        throw;
+    }
+    log::info(
+        "serving '{}' ({}) on http://{}:{}/v1 — max model len {}, {} KV blocks, tool parser "
+        "'{}', reasoning parser '{}'{}",
+        o.served_model_name, dir, a.host, port, engine->max_model_len(),
+        engine->stats().blocks_total, api::tool_parser_name(o), api::reasoning_parser_name(o),
+        o.api_key.empty() ? "" : "; API key required");
+
+    const int sig = wait_for_signal(set);
+    log::info("signal {}: draining ({} sequences in flight, up to {} s)", sig, state.in_flight(),
+              a.drain_timeout);
+    state.start_draining();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout * 1000));
+    while (state.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (state.in_flight() > 0) {
+        log::warn("drain timeout: cancelling {} sequences", state.in_flight());
+        state.cancel_all();
+        const auto hard = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (state.in_flight() > 0 && std::chrono::steady_clock::now() < hard)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    stop_listener();
+    log::info("stopped");
+    return 0;
+}
+
+}  // namespace
+
+Run add_serve(CLI::App& app) {
+    auto a = std::make_shared<ServeArgs>();
+    app.add_option("model", a->model, "model folder (default: the shipped model)");
+    app.add_option("--host", a->host,
+                   "address to listen on (default 127.0.0.1: this machine only)");
+    app.add_option("--port", a->port, "port (default 8000; 0 = any free port)");
+    app.add_option("--api-key", a->api_key,
+                   "require 'Authorization: Bearer KEY' on /v1/* (default: $MYRIAD_API_KEY)");
+    app.add_option("--served-model-name", a->served_model_name,
+                   "the model name clients send (default: MODEL as given, or myriad-tiny)");
+    app.add_option("--max-model-len", a->max_model_len,
+                   "context length: prompt + output tokens (default: the model's, at most 8192)");
+    app.add_option("--max-num-seqs", a->max_num_seqs, "sequences running at once (default 64)");
+    app.add_option("--max-queue", a->max_queue,
+                   "sequences waiting beyond --max-num-seqs before 429 (default 256)");
+    app.add_option("--max-request-bytes", a->max_request_bytes,
+                   "largest request body; larger gets 413 (default 32 MiB)");
+    app.add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
+                   "token budget of a step (default 2048)");
+    app.add_option("--kv-blocks", a->kv_blocks,
+                   "KV-cache blocks of 16 tokens (default: 1024 tokens per --max-num-seqs)");
+    app.add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (default) or bf16; fp8 later");
+    app.add_option("--chat-template", a->chat_template,
+                   "a Jinja chat template file to use instead");
+    app.add_option("--tool-call-parser", a->tool_call_parser,
+                   "kimi_k2, deepseek_v3 or deepseek_v31 (default: from model_type)");
+    app.add_option("--reasoning-parser", a->reasoning_parser,
+                   "kimi_k2, deepseek_r1 or deepseek_v3 (default: from model_type)");
+    app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
+    app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
+    app.add_option("--device", a->device, "cpu (default); cuda later");
+    app.add_option(
+        "--drain-timeout", a->drain_timeout,
+        "seconds SIGTERM waits for running requests before cancelling them (default 30)");
+    app.add_flag("--enable-test-output", a->enable_test_output,
+                 "TEST FACILITY: requests may carry 'test_output', a text the engine emits instead "
+                 "of sampling (forced tokens), to test parsers end to end; never in production");
+    return [a] { return run_serve(*a); };
+}
+
+}  // namespace myriad::cli

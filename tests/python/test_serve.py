@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""`myriad serve` end to end with the official `openai` client, on the shipped model.
+
+The model's weights are random, so most checks use the server's test facility
+(`--enable-test-output`: a request's `test_output` text is emitted as forced tokens instead of
+sampled ones) to make the output known: tool calls, reasoning and stop strings go through the
+real engine, detokenizer, parsers, HTTP and SSE. Also: errors (401, 400, 404, 413, 429), usage
+against /tokenize, seeds, logprobs, n, completions, a bounded load test with disconnects, and
+SIGTERM draining.
+
+Run: build/venv/bin/python tests/python/test_serve.py   (MYRIAD_BINARY = the myriad executable)
+"""
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import openai
+import pytest
+import requests
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("MYRIAD_BINARY", os.path.join(REPO, "build", "myriad"))
+MODEL = "myriad-tiny"
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "current weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *flags, env=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--port", str(self.port), "--threads", "2", *flags],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            assert self.proc.poll() is None, self.proc.stdout.read().decode()
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not become healthy")
+
+    def client(self, key="none", **kw):
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, **kw)
+
+    def metrics(self):
+        out = {}
+        for line in requests.get(self.url + "/metrics").text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--enable-test-output")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def strict():
+    s = Server("--api-key", "sekret", "--max-num-seqs", "1", "--max-queue", "1",
+               "--max-request-bytes", "4096")
+    yield s
+    s.stop()
+
+
+def chat(server, text=None, stream=False, **kw):
+    kw.setdefault("messages", [{"role": "user", "content": "hi"}])
+    kw.setdefault("max_tokens", 200)
+    extra = dict(kw.pop("extra_body", {}))
+    if text is not None:
+        extra["test_output"] = text
+    return server.client().chat.completions.create(model=MODEL, stream=stream, extra_body=extra,
+                                                   **kw)
+
+
+def collect_stream(stream, expect_role=True):
+    """Joins a chat stream: (role, content, reasoning, tool calls by index, finish, usage)."""
+    role, content, reasoning, calls, finish, usage, first = None, "", "", {}, None, None, expect_role
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for c in chunk.choices:
+            d = c.delta
+            if first:
+                assert d.role == "assistant", "the first delta carries the role"
+                first = False
+            content += d.content or ""
+            extra = d.model_extra or {}
+            assert extra.get("reasoning_content") == extra.get("reasoning")
+            reasoning += extra.get("reasoning") or ""
+            for t in d.tool_calls or []:
+                call = calls.setdefault(t.index, {"id": None, "name": None, "arguments": ""})
+                if t.id:
+                    assert call["id"] is None, "id sent once per call"
+                    call["id"] = t.id
+                if t.function and t.function.name:
+                    call["name"] = t.function.name
+                if t.function and t.function.arguments:
+                    call["arguments"] += t.function.arguments
+            if c.finish_reason:
+                finish = c.finish_reason
+    return content, reasoning, calls, finish, usage
+
+
+# --- basics -----------------------------------------------------------------------------------
+
+def test_health_models_metrics(server):
+    assert requests.get(server.url + "/health").json() == {"status": "ok"}
+    models = server.client().models.list()
+    assert [m.id for m in models.data] == [MODEL]
+    m = server.metrics()
+    assert m["myriad_kv_blocks_total"] > 0 and m["myriad_ready"] == 1
+
+
+def test_chat_non_streaming_and_usage_matches_tokenize(server):
+    messages = [{"role": "user", "content": "What is 12 + 7?"}]
+    r = chat(server, messages=messages, max_tokens=5, extra_body={"ignore_eos": True})
+    assert r.object == "chat.completion" and r.choices[0].message.role == "assistant"
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 5
+    tok = requests.post(server.url + "/tokenize", json={"model": MODEL, "messages": messages}).json()
+    assert r.usage.prompt_tokens == tok["count"]
+    assert r.usage.total_tokens == r.usage.prompt_tokens + 5
+    assert r.usage.prompt_tokens_details.cached_tokens >= 0
+
+
+def test_streaming_equals_non_streaming_with_seed(server):
+    kw = dict(max_tokens=12, seed=7, temperature=1.0, extra_body={"ignore_eos": True})
+    a = chat(server, **kw).choices[0].message.content
+    b = chat(server, **kw).choices[0].message.content
+    assert a == b, "same seed, same text"
+    content, _, _, finish, usage = collect_stream(
+        chat(server, stream=True, stream_options={"include_usage": True}, **kw))
+    assert content == a
+    assert finish == "length" and usage.completion_tokens == 12
+    c = chat(server, **dict(kw, seed=8)).choices[0].message.content
+    assert c != a, "another seed, another text"
+
+
+def test_n_choices(server):
+    r = chat(server, n=3, max_tokens=4, seed=1, extra_body={"ignore_eos": True})
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert r.usage.completion_tokens == 12
+    got = {}
+    for chunk in chat(server, stream=True, n=2, max_tokens=4, seed=1,
+                      extra_body={"ignore_eos": True}):
+        for c in chunk.choices:
+            got[c.index] = got.get(c.index, "") + (c.delta.content or "")
+    assert got == {0: r.choices[0].message.content, 1: r.choices[1].message.content}
+
+
+def test_stop_strings(server):
+    text = "Hello world. STOP and more text after"
+    r = chat(server, text, stop=["STOP"])
+    assert r.choices[0].message.content == "Hello world. "
+    assert r.choices[0].finish_reason == "stop"
+    content, _, _, finish, _ = collect_stream(chat(server, text, stream=True, stop="d. ST"))
+    assert content == "Hello worl" and finish == "stop"
+    # A partial stop string that never completes is not lost.
+    content, _, _, _, _ = collect_stream(chat(server, "abc xyz", stream=True, stop=["xyq"]))
+    assert content == "abc xyz"
+
+
+def test_logprobs(server):
+    r = chat(server, max_tokens=6, logprobs=True, top_logprobs=3, extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs.content
+    assert len(lp) == 6
+    for e in lp:
+        assert e.logprob <= 0 and len(e.top_logprobs) == 3
+        assert e.top_logprobs[0].logprob >= e.logprob - 1e-6
+
+
+def test_test_output_and_eos(server):
+    r = chat(server, "Exactly this.")
+    assert r.choices[0].message.content == "Exactly this."
+    assert r.choices[0].finish_reason == "stop"
+
+
+# --- reasoning and tool calls -------------------------------------------------------------------
+
+KIMI_EXAMPLES = [
+    ("I'll help you check the weather. <|tool_calls_section_begin|> <|tool_call_begin|>\n"
+     "functions.get_weather:0 <|tool_call_argument_begin|> {\"city\": \"Beijing\"} "
+     "<|tool_call_end|> <|tool_calls_section_end|>",
+     "I'll help you check the weather. ",
+     [("functions.get_weather:0", "get_weather", '{"city": "Beijing"}')]),
+    ("I'll help you with multiple tasks. <|tool_calls_section_begin|><|tool_call_begin|>"
+     "functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"New York\"}<|tool_call_end|>"
+     "<|tool_call_begin|>functions.get_news:1<|tool_call_argument_begin|>{\"topic\": \"technology\"}"
+     "<|tool_call_end|><|tool_call_begin|>functions.send_email:2<|tool_call_argument_begin|>"
+     "{\"to\": \"user@example.com\", \"subject\": \"Daily Update\"}<|tool_call_end|>"
+     "<|tool_calls_section_end|>",
+     "I'll help you with multiple tasks. ",
+     [("functions.get_weather:0", "get_weather", '{"city": "New York"}'),
+      ("functions.get_news:1", "get_news", '{"topic": "technology"}'),
+      ("functions.send_email:2", "send_email",
+       '{"to": "user@example.com", "subject": "Daily Update"}')]),
+    ("Mixed spacing test. <|tool_calls_section_begin|> <|tool_call_begin|> functions.test:0 "
+     "<|tool_call_argument_begin|> {} <|tool_call_end|><|tool_call_begin|>functions.test2:1"
+     "<|tool_call_argument_begin|>{}<|tool_call_end|> <|tool_calls_section_end|>",
+     "Mixed spacing test. ",
+     [("functions.test:0", "test", "{}"), ("functions.test2:1", "test2", "{}")]),
+    ("I need to process HTML content. <|tool_calls_section_begin|><|tool_call_begin|>"
+     "functions.process_html:0<|tool_call_argument_begin|>{\"html\": \"<div>content</div>\", "
+     "\"text\": \"normal text\"}<|tool_call_end|><|tool_calls_section_end|>",
+     "I need to process HTML content. ",
+     [("functions.process_html:0", "process_html",
+       '{"html": "<div>content</div>", "text": "normal text"}')]),
+    ("This is a test", "This is a test", []),
+    # Tool names with dots (MCP) and a section cut short by max tokens/end of output.
+    ("<|tool_calls_section_begin|><|tool_call_begin|>functions.fs.read_file:0"
+     "<|tool_call_argument_begin|>{\"path\": \"/tmp/x\"}",
+     None, [("functions.fs.read_file:0", "fs.read_file", '{"path": "/tmp/x"}')]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(KIMI_EXAMPLES)))
+def test_kimi_tool_calls_streaming_and_not(server, case):
+    text, content, calls = KIMI_EXAMPLES[case]
+    r = chat(server, text, tools=[WEATHER_TOOL])
+    msg = r.choices[0].message
+    assert msg.content == content
+    got = [(t.id, t.function.name, t.function.arguments) for t in msg.tool_calls or []]
+    assert got == calls
+    assert r.choices[0].finish_reason == ("tool_calls" if calls else "stop")
+    s_content, _, s_calls, finish, _ = collect_stream(chat(server, text, stream=True,
+                                                           tools=[WEATHER_TOOL]))
+    assert s_content == (content or "")
+    assert [(c["id"], c["name"], c["arguments"]) for _, c in sorted(s_calls.items())] == calls
+    assert finish == r.choices[0].finish_reason
+
+
+def test_reasoning_then_answer(server):
+    text = "<think>The user greets me.</think>Hello!"
+    msg = chat(server, text).choices[0].message
+    extra = msg.model_extra
+    assert extra["reasoning_content"] == extra["reasoning"] == "The user greets me."
+    assert msg.content == "Hello!"
+    content, reasoning, _, _, _ = collect_stream(chat(server, text, stream=True))
+    assert (reasoning, content) == ("The user greets me.", "Hello!")
+
+
+def test_reasoning_ends_at_tool_section(server):
+    text = ("<think>I should call a tool<|tool_calls_section_begin|><|tool_call_begin|>"
+            "functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Oslo\"}"
+            "<|tool_call_end|><|tool_calls_section_end|>")
+    msg = chat(server, text, tools=[WEATHER_TOOL]).choices[0].message
+    assert msg.model_extra["reasoning"] == "I should call a tool"
+    assert msg.tool_calls[0].function.arguments == '{"city": "Oslo"}'
+
+
+def test_no_tags_is_content_not_blank(server):
+    msg = chat(server, "Plain answer without tags.").choices[0].message
+    assert msg.content == "Plain answer without tags."
+    assert "reasoning" not in (msg.model_extra or {})
+
+
+def test_tool_choice_named_is_forced(server):
+    # The server forces "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
+    # <|tool_call_argument_begin|>"; the test output supplies only the arguments.
+    rest = '{"city": "Rome"}<|tool_call_end|><|tool_calls_section_end|>'
+    tc = {"type": "function", "function": {"name": "get_weather"}}
+    r = chat(server, rest, tools=[WEATHER_TOOL], tool_choice=tc)
+    call = r.choices[0].message.tool_calls[0]
+    assert (call.id, call.function.name, call.function.arguments) == (
+        "functions.get_weather:0", "get_weather", '{"city": "Rome"}')
+    assert r.choices[0].finish_reason == "tool_calls"
+    _, _, calls, finish, _ = collect_stream(chat(server, rest, stream=True, tools=[WEATHER_TOOL],
+                                                 tool_choice=tc))
+    assert calls[0]["name"] == "get_weather" and calls[0]["arguments"] == '{"city": "Rome"}'
+    assert finish == "tool_calls"
+
+
+def test_tool_choice_required_forces_the_section(server):
+    # Random weights: whatever follows, the output starts with the section opening.
+    r = chat(server, None, tools=[WEATHER_TOOL], tool_choice="required", max_tokens=1,
+             logprobs=True, extra_body={"skip_special_tokens": False})
+    assert r.choices[0].logprobs.content[0].token == "<|tool_calls_section_begin|>"
+
+
+def test_tool_choice_none_does_not_render_or_parse(server):
+    text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+            "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>")
+    msg = chat(server, text, tools=[WEATHER_TOOL], tool_choice="none").choices[0].message
+    assert not msg.tool_calls
+    with_tools = requests.post(server.url + "/tokenize", json={
+        "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL]}).json()
+    without = requests.post(server.url + "/tokenize", json={
+        "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL],
+        "tool_choice": "none"}).json()
+    rendered = requests.post(server.url + "/detokenize",
+                             json={"tokens": with_tools["tokens"]}).json()["prompt"]
+    assert "tool_declare" in rendered and "get_weather" in rendered
+    assert without["count"] < with_tools["count"]
+
+
+def test_tool_history_renders(server):
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "functions.get_weather:0", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "sunny"},
+    ]
+    r = chat(server, "It is sunny.", messages=messages, tools=[WEATHER_TOOL])
+    assert r.choices[0].message.content == "It is sunny."
+
+
+# --- completions --------------------------------------------------------------------------------
+
+def test_completions_forms(server):
+    c = server.client()
+    r = c.completions.create(model=MODEL, prompt="Hello", extra_body={"ignore_eos": True})
+    assert r.usage.completion_tokens == 16, "max_tokens defaults to 16"
+    r = c.completions.create(model=MODEL, prompt=["one", "two"], max_tokens=3, n=2,
+                             extra_body={"ignore_eos": True})
+    assert len(r.choices) == 4 and [x.index for x in r.choices] == [0, 1, 2, 3]
+    r = c.completions.create(model=MODEL, prompt=[3840, 100, 101], max_tokens=3, echo=True,
+                             logprobs=2, extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == 6 and lp.token_logprobs[0] is None and lp.token_logprobs[5] <= 0
+    prompt_text = requests.post(server.url + "/detokenize",
+                                json={"tokens": [3840, 100, 101]}).json()["prompt"]
+    assert r.choices[0].text.startswith(prompt_text)
+    r = c.completions.create(model=MODEL, prompt="x", extra_body={"test_output": "a STOP b"},
+                             stop=["STOP"])
+    assert r.choices[0].text == "a " and r.choices[0].finish_reason == "stop"
+    text = "".join(ch.choices[0].text for ch in c.completions.create(
+        model=MODEL, prompt="x", stream=True, extra_body={"test_output": "streamed words"}))
+    assert text == "streamed words"
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def test_errors(server):
+    c = server.client()
+    with pytest.raises(openai.NotFoundError):
+        c.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                  temperature="hot")
+    assert e.value.body["param"] == "temperature"
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                  response_format={"type": "json_object"})
+    assert "not supported yet" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                  max_tokens=100000)
+    assert "100000" in e.value.body["message"] and "8192" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model=MODEL, messages=[{"role": "wizard", "content": "x"}])
+    assert e.value.body["param"] == "messages[0].role"
+    r = requests.post(server.url + "/v1/chat/completions", data="{not json")
+    assert r.status_code == 400 and "error" in r.json()
+    r = requests.post(server.url + "/v1/chat/completions", data="[" * 100000 + "]" * 100000)
+    assert r.status_code == 400
+    # Unknown fields are ignored.
+    r = chat(server, "ok", extra_body={"some_future_field": {"x": 1}})
+    assert r.choices[0].message.content == "ok"
+
+
+def test_auth_and_limits(strict):
+    with pytest.raises(openai.AuthenticationError):
+        strict.client("wrong").models.list()
+    assert [m.id for m in strict.client("sekret").models.list().data] == [MODEL]
+    assert requests.get(strict.url + "/health").status_code == 200
+    assert requests.get(strict.url + "/metrics").status_code == 200
+    with pytest.raises(openai.BadRequestError) as e:  # test facility off
+        strict.client("sekret").chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}],
+            extra_body={"test_output": "x"})
+    assert e.value.body["param"] == "test_output"
+    r = requests.post(strict.url + "/v1/chat/completions", data="x" * 5000,
+                      headers={"Authorization": "Bearer sekret"})
+    assert r.status_code == 413 and "max-request-bytes" in r.json()["error"]["message"]
+    # max-num-seqs 1 + max-queue 1: a third concurrent sequence gets 429.
+    c = strict.client("sekret")
+    streams = [c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                         max_tokens=2000, stream=True,
+                                         extra_body={"ignore_eos": True}) for _ in range(2)]
+    with pytest.raises(openai.RateLimitError):
+        c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                  max_tokens=2)
+    for s in streams:
+        s.close()
+
+
+# --- load, disconnects, drain -------------------------------------------------------------------
+
+def one_stream(url, rng, errors):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": f"hello {rng.random()}"}],
+            "max_tokens": rng.randint(8, 40), "stream": True, "ignore_eos": True}
+    disconnect_after = rng.randint(1, 10) if rng.random() < 0.3 else None
+    try:
+        with requests.post(url + "/v1/chat/completions", json=body, stream=True, timeout=120) as r:
+            if r.status_code != 200:
+                errors.append(f"status {r.status_code}")
+                return
+            events = 0
+            for line in r.iter_lines():
+                if not line:
+                    continue
+                events += 1
+                if disconnect_after and events >= disconnect_after:
+                    return  # closing the response drops the connection mid-stream
+                if line == b"data: [DONE]":
+                    return
+            errors.append("stream ended without [DONE]")
+    except Exception as e:  # noqa: BLE001
+        errors.append(repr(e))
+
+
+def wait_idle(server, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = server.metrics()
+        if m["myriad_num_requests_running"] == 0 and m["myriad_kv_blocks_used"] == 0 and \
+                m["myriad_num_requests_waiting"] == 0:
+            return m
+        time.sleep(0.2)
+    raise AssertionError(f"engine not idle: {server.metrics()}")
+
+
+def test_load_64_streams_3_rounds_with_disconnects(server):
+    rng = random.Random(5)
+    rss = []
+    health_codes = []
+    for _ in range(3):
+        errors = []
+        stop = threading.Event()
+
+        def probe():
+            while not stop.is_set():
+                health_codes.append(requests.get(server.url + "/health", timeout=10).status_code)
+                time.sleep(0.05)
+        prober = threading.Thread(target=probe)
+        prober.start()
+        threads = [threading.Thread(target=one_stream,
+                                    args=(server.url, random.Random(rng.random()), errors))
+                   for _ in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stop.set()
+        prober.join()
+        assert errors == []
+        m = wait_idle(server)
+        assert m["myriad_kv_blocks_used"] == 0
+        rss.append(server.rss_kb())
+    assert health_codes and all(c == 200 for c in health_codes)
+    assert abs(rss[2] - rss[1]) <= 0.10 * rss[1], f"RSS by round (kB): {rss}"
+
+
+def test_sigterm_drains_and_exits_0():
+    s = Server()
+    try:
+        c = s.client()
+        stream = c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                           max_tokens=600, stream=True,
+                                           extra_body={"ignore_eos": True})
+        first = next(iter(stream))
+        assert first.choices[0].delta.role == "assistant"
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        assert requests.get(s.url + "/health").status_code == 503
+        content, _, _, finish, _ = collect_stream(stream, expect_role=False)
+        assert finish == "length", "the running request finished"
+        assert s.proc.wait(30) == 0
+    finally:
+        s.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
