@@ -76,6 +76,21 @@ TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
     EXPECT_EQ(s.out, first_id + "\n");
 }
 
+TEST(Cli, GenerateFromTextEqualsGenerateFromItsTokens) {
+    Result tok = run_myriad("tokenize " + kShipped + " \"Hello, world: 12 + 7\"");
+    ASSERT_EQ(tok.status, 0) << tok.err;
+    std::string ids = tok.out.substr(tok.out.find('[') + 1);
+    ids = ids.substr(0, ids.find(']'));
+    ASSERT_FALSE(ids.empty());
+    const std::string flags = " --max-tokens 6 --temperature 0 --ids";
+    Result a = run_myriad("-q generate " + kShipped + " --prompt \"Hello, world: 12 + 7\"" + flags);
+    Result b = run_myriad("-q generate " + kShipped + " --prompt-ids " + ids + flags);
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    Result chat = run_myriad("-q generate " + kShipped + " --chat hi --max-tokens 3 --temperature 0");
+    EXPECT_EQ(chat.status, 0) << chat.err;
+}
+
 TEST(Cli, InspectReportsBytesPerRank) {
     Result r = run_myriad("inspect " + kShipped + " --tp 4");
     ASSERT_EQ(r.status, 0) << r.err;

@@ -14,6 +14,8 @@
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -46,6 +48,8 @@ std::vector<TokenId> parse_ids(const std::string& text, const char* flag) {
 struct GenerateArgs {
     std::string model;
     std::string prompt_ids;
+    std::string prompt_text;  // --prompt: encoded as is
+    std::string chat_text;    // --chat: one user message through the chat template
     int64_t max_tokens = 16;
     double temperature = 1.0, top_p = 1.0, min_p = 0.0;
     int64_t top_k = 0;
@@ -132,10 +136,28 @@ int run_generate(GenerateArgs& a) {
     if (a.max_tokens < 1) bad_input("--max-tokens {} must be at least 1", a.max_tokens);
     if (a.n < 1) bad_input("-n {} must be at least 1", a.n);
     const bool bench = a.concurrency > 0;
-    if (!bench && a.prompt_ids.empty()) bad_input("--prompt-ids is required (or --concurrency)");
+    const int given = !a.prompt_ids.empty() + !a.prompt_text.empty() + !a.chat_text.empty();
+    if (given > 1) bad_input("give one of --prompt-ids, --prompt and --chat");
+    if (!bench && given == 0) bad_input("give a prompt: --prompt-ids, --prompt or --chat");
     const std::string dir = resolve_model(a.model);
     std::vector<TokenId> prompt;
+    std::unique_ptr<Tokenizer> tokenizer;
     if (!a.prompt_ids.empty()) prompt = parse_ids(a.prompt_ids, "--prompt-ids");
+    if (!a.prompt_text.empty() || !a.chat_text.empty() || !a.ids) {
+        try {
+            tokenizer = Tokenizer::load(dir);
+        } catch (const Error& e) {
+            if (!a.prompt_text.empty() || !a.chat_text.empty()) throw;
+            log::info("printing ids: {}", e.what());
+        }
+    }
+    if (!a.prompt_text.empty()) prompt = tokenizer->encode(a.prompt_text, false);
+    if (!a.chat_text.empty()) {
+        nlohmann::ordered_json request = {
+            {"messages", nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.chat_text}}})}};
+        // The rendered prompt holds BOS when the template writes it: no second one.
+        prompt = tokenizer->encode(ChatTemplate::load(dir).render(request), false);
+    }
     ModelConfig config = load_model_config(dir);
     for (TokenId id : prompt)
         if (id >= config.vocab_size)
@@ -185,10 +207,12 @@ int run_generate(GenerateArgs& a) {
     for (auto& h : handles) {
         auto tokens = collect(*h, nullptr);
         total += static_cast<int64_t>(tokens.size());
-        std::printf("%s\n", join_ids(tokens).c_str());
+        if (a.ids || !tokenizer)
+            std::printf("%s\n", join_ids(tokens).c_str());
+        else  // the raw text, special tokens included, so scripts see what the model produced
+            std::printf("%s\n", tokenizer->decode(tokens, false).c_str());
     }
     std::fflush(stdout);
-    if (!a.ids) log::info("text output needs the tokenizer, which is not built yet: printed ids");
     log::info("{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
               "({:.1f} tok/s); temperature {}, tp {}",
               a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature, a.tp);
@@ -201,6 +225,8 @@ Run add_generate(CLI::App& app) {
     auto a = std::make_shared<GenerateArgs>();
     app.add_option("model", a->model, "model folder (default: the shipped model)");
     app.add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids");
+    app.add_option("--prompt", a->prompt_text, "prompt text, encoded without BOS");
+    app.add_option("--chat", a->chat_text, "one user message, rendered by the chat template");
     app.add_option("--max-tokens", a->max_tokens, "tokens to generate at most (default 16)");
     a->temperature_opt = app.add_option("--temperature", a->temperature,
                                         "0 = greedy (default: generation_config.json, else 1)");
