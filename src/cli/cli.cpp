@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
         CLI::App* sub = app.add_subcommand(name, help);
         runs[sub] = fn(*sub);
     };
-    add("generate", "one-shot greedy generation from token ids", add_generate);
+    add("generate", "one-shot generation from token ids, text or a chat message", add_generate);
     add("inspect", "config, tensors, bytes by dtype and per rank", add_inspect);
     add("tokenize", "text to token ids (JSON arrays)", add_tokenize);
     add("detokenize", "token ids to text", add_detokenize);
