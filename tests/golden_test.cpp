@@ -8,7 +8,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include <filesystem>
+
+#include "format/checkpoint.h"
+#include "format/safetensors_writer.h"
 #include "golden_reference.h"
+#include "temp_dir.h"
 #include "model_runner.h"
 
 namespace myriad::testing {
@@ -180,6 +185,30 @@ TEST(GoldenControl, UnfaultedModelPasses) {
         std::printf("%-22s prefill max|ours - ref| / max|ref| = %.2e\n", m, err);
         EXPECT_LE(err, kTol) << m;
     }
+}
+
+}  // namespace
+}  // namespace myriad::testing
+
+namespace myriad::testing {
+namespace {
+
+// Kimi-K2.5's text model loads whether its tensors carry the `language_model.` prefix or not.
+TEST(GoldenLayout, KimiK25WithoutThePrefixGivesTheSameLogits) {
+    TempDir dir;
+    Checkpoint src = Checkpoint::open(golden_dir("kimi_k25"));
+    std::vector<TensorToWrite> tensors;
+    for (const auto& name : src.names()) {
+        TensorView v = src.get(name);
+        std::string out = name.starts_with("language_model.") ? name.substr(15) : name;
+        tensors.push_back({out, v.dtype(), v.shape(), std::vector<uint8_t>(v.data, v.data + v.nbytes())});
+    }
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    std::filesystem::copy_file(golden_dir("kimi_k25") + "/config.json", dir.file("config.json"));
+    GoldenReference ref = load_golden_reference("kimi_k25");
+    auto m = load_model(dir.path(), 2);
+    EXPECT_LE(max_row_rel_diff(run_tokens(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab),
+              kTol);
 }
 
 }  // namespace
