@@ -10,34 +10,12 @@
 
 #include "format/safetensors_writer.h"
 #include "random_model.h"
+#include "run_myriad.h"
 #include "temp_dir.h"
 
 namespace myriad::testing {
 namespace {
 
-struct Result {
-    int status = -1;  // exit status; -1 when killed by a signal
-    std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-Result run_myriad(const std::string& args) {
-    TempDir tmp;
-    std::string cmd = std::string(MYRIAD_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" +
-                      tmp.file("err");
-    int rc = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    r.out = slurp(tmp.file("out"));
-    r.err = slurp(tmp.file("err"));
-    return r;
-}
 
 int count_lines(const std::string& s) {
     int n = 0;

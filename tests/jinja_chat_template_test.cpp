@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "run_myriad.h"
 #include "temp_dir.h"
 #include "tokenizer/chat_template.h"
 
@@ -110,30 +111,6 @@ TEST(ChatTemplate, BadRequestsAndTemplateErrorsAreBadInput) {
 }
 
 // ---- the command ----
-
-struct Result {
-    int status = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-Result run_myriad(const std::string& args) {
-    TempDir tmp;
-    std::string cmd =
-        std::string(MYRIAD_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
-    int rc = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    r.out = slurp(tmp.file("out"));
-    r.err = slurp(tmp.file("err"));
-    return r;
-}
 
 TEST(ChatTemplateCommand, PrintsThePromptExactly) {
     Result r = run_myriad("chat-template " + kData + "/chat_templates/llama3 --request " + kData +

@@ -15,6 +15,7 @@
 #include "format/safetensors.h"
 #include "format/safetensors_writer.h"
 #include "model/linear_format.h"
+#include "run_myriad.h"
 #include "temp_dir.h"
 #include "util/error.h"
 
@@ -23,29 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-    int status = -1;
-    std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-Result myriad(const std::string& args) {
-    TempDir tmp;
-    const std::string cmd =
-        std::string(MYRIAD_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
-    const int rc = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    r.out = slurp(tmp.file("out"));
-    r.err = slurp(tmp.file("err"));
-    return r;
-}
+Result myriad(const std::string& args) { return run_myriad(args); }
 
 std::string golden(const std::string& name) {
     return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/" + name;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -143,14 +144,11 @@ int run_generate(GenerateArgs& a) {
     std::vector<TokenId> prompt;
     std::unique_ptr<Tokenizer> tokenizer;
     if (!a.prompt_ids.empty()) prompt = parse_ids(a.prompt_ids, "--prompt-ids");
-    if (!a.prompt_text.empty() || !a.chat_text.empty() || !a.ids) {
-        try {
-            tokenizer = Tokenizer::load(dir);
-        } catch (const Error& e) {
-            if (!a.prompt_text.empty() || !a.chat_text.empty()) throw;
-            log::info("printing ids: {}", e.what());
-        }
-    }
+    // Text needs the tokenizer; without one (a folder of weights only) ids are printed.
+    const bool has_tokenizer = std::filesystem::exists(dir + "/tokenizer.json") ||
+                               std::filesystem::exists(dir + "/tiktoken.model");
+    if (!a.prompt_text.empty() || !a.chat_text.empty() || (!a.ids && has_tokenizer))
+        tokenizer = Tokenizer::load(dir);
     if (!a.prompt_text.empty()) prompt = tokenizer->encode(a.prompt_text, false);
     if (!a.chat_text.empty()) {
         nlohmann::ordered_json request = {
