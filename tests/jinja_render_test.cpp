@@ -2,6 +2,8 @@
 // with line and column, and the limits that end runaway templates.
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "jinja_test_util.h"
 
 namespace myriad::testing {
@@ -37,6 +39,14 @@ TEST(JinjaRender, LoopVariables) {
                      "{{ x }} {% endfor %}"),
               "1/2:2 2/2:4 ");
     EXPECT_EQ(render("{% for x in [] %}{{ x }}{% else %}empty{% endfor %}"), "empty");
+    // As jinja2 compiles it, `else` also runs when no iteration reached the end of the body.
+    EXPECT_EQ(render("{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}"), "1E");
+    EXPECT_EQ(render("{% for x in [1, 2] %}{% continue %}{% else %}E{% endfor %}"), "E");
+    EXPECT_EQ(render("{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}E"
+                     "{% endfor %}"),
+              "");
+    EXPECT_EQ(render("{{ 3 is odd }}{{ 0.5 is odd }}{{ 4.0 is even }}{{ 7 is divisibleby 7 }}"),
+              "TrueFalseTrueTrue");
     EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}"),
               "a=1;b=2;");
     EXPECT_EQ(render("{% for i in range(5) %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}"
@@ -107,6 +117,8 @@ TEST(JinjaRender, BlockSetFilterAndGeneration) {
     EXPECT_EQ(render("{% set s %}a {{ 1 }}{% endset %}[{{ s }}]"), "[a 1]");
     EXPECT_EQ(render("{% set s | upper | trim %} a {% endset %}[{{ s }}]"), "[A]");
     EXPECT_EQ(render("{% filter upper %}x{{ 'y' }}{% endfilter %}"), "XY");
+    EXPECT_NE(render_error("{% filter length %}abc{% endfilter %}").find("expected str instance"),
+              std::string::npos);  // jinja2 joins a filter block's result as it is
     EXPECT_EQ(render("{% generation %}kept{% endgeneration %}"), "kept");
 }
 
@@ -146,6 +158,7 @@ TEST(JinjaRender, StrftimeNowReadsTheRenderClock) {
     jinja::RenderOptions o;
     o.now = 86400 * 365;  // 1971-01-01 (UTC)
     setenv("TZ", "UTC", 1);
+    tzset();
     EXPECT_EQ(render("{{ strftime_now('%Y-%m-%d %b') }}", nlohmann::ordered_json::object(), o),
               "1971-01-01 Jan");
 }

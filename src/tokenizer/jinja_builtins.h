@@ -54,6 +54,7 @@ using TestFn = bool (*)(Context& ctx, const Value& subject, CallArgs& args);
 
 // nullptr when there is no such filter / test.
 FilterFn find_filter(std::string_view name);
+FilterFn find_number_filter(std::string_view name);  // int, float, abs, round
 TestFn find_test(std::string_view name);
 // A global function (range, namespace, dict, raise_exception, strftime_now, ...), or
 // undefined.

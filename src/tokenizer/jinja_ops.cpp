@@ -1,7 +1,6 @@
-// Operators, attribute/item access and the global functions, with Python's semantics.
+// Operators, argument binding, iteration, and attribute/item access, with Python's semantics.
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_text.h"

@@ -295,9 +295,10 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, Frame& frame) {
                 Frame inner(&frame);
                 Value v = Value::string(capture(s.body, inner));
                 v = eval_filter(*s.expr, frame, &v);
-                std::string text;
-                append_str(text, v);
-                write(text);
+                // jinja2 joins the block's result into the output as it is: it must be a str.
+                if (!v.is_string())
+                    fail("sequence item: expected str instance, {} found", type_name(v));
+                write(v.str());
                 break;
             }
             case StmtKind::Macro:
@@ -364,24 +365,27 @@ void Interpreter::run_for(const Stmt& s, Frame& frame, const Value& iterable, in
     loop->stmt = &s;
     loop->frame = &frame;
     loop->depth0 = depth0;
-    bool any = false;
+    // As jinja2 compiles it, `else` runs unless an iteration reached the end of the body: a
+    // loop whose iterations all end in break or continue runs it too.
+    bool completed = false;
     try {
         for (size_t i = 0; i < items->items.size(); ++i) {
             count_iterations(1);
-            any = true;
             loop->index0 = static_cast<int64_t>(i);
             Frame iter(&frame);
             Value item = items->items[i];
             assign(s.target, item, iter);
             iter.set("loop", Value::loop(loop));
-            if (exec(s.body, iter) == Flow::Break) break;
+            Flow f = exec(s.body, iter);
+            if (f == Flow::Normal) completed = true;
+            if (f == Flow::Break) break;
         }
     } catch (...) {
         loop->frame = nullptr;
         throw;
     }
     loop->frame = nullptr;
-    if (!any && !s.else_body.empty()) {
+    if (!completed && !s.else_body.empty()) {
         Frame inner(&frame);
         exec(s.else_body, inner);
     }

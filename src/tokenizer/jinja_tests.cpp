@@ -19,8 +19,8 @@ const Value& arg0(CallArgs& args, std::string_view test) {
 }
 
 bool odd_even(Context& ctx, const Value& v, bool odd) {
-    Value m = binary_op(ctx, Op::Mod, v, Value::integer(2));
-    return odd ? truthy(m) : !truthy(m);
+    // jinja2: value % 2 == 1 (odd) or == 0 (even), so 0.5 is neither.
+    return equals(binary_op(ctx, Op::Mod, v, Value::integer(2)), Value::integer(odd ? 1 : 0));
 }
 
 bool t_defined(Context&, const Value& v, CallArgs&) {
@@ -77,7 +77,7 @@ bool t_even(Context& ctx, const Value& v, CallArgs&) {
     return odd_even(ctx, v, false);
 }
 bool t_divisibleby(Context& ctx, const Value& v, CallArgs& a) {
-    return !truthy(binary_op(ctx, Op::Mod, v, arg0(a, "divisibleby")));
+    return equals(binary_op(ctx, Op::Mod, v, arg0(a, "divisibleby")), Value::integer(0));
 }
 bool t_lower(Context&, const Value& v, CallArgs&) {
     std::string s = to_str(v);
