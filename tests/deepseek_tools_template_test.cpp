@@ -12,7 +12,7 @@ namespace myriad::testing {
 namespace {
 
 std::string fixture() {
-    return std::string(MYRIAD_SOURCE_DIR) + "/../shared/fixtures/tokenizers/deepseek_v3";
+    return std::string(MYRIAD_TOKENIZER_DIR) + "/deepseek_v3";  // unpacked from tests/data
 }
 
 nlohmann::ordered_json request() {
