@@ -6,6 +6,7 @@
 #include "engine/sampler.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/memory.h"
 
 namespace myriad {
 
@@ -224,13 +225,24 @@ void Engine::start() {
 }
 
 void Engine::loop() {
+    bool worked = false;
     for (;;) {
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            cv_.wait(lock, [&] { return stop_ || !pending_.empty() || !scheduler_.idle(); });
+            const auto has_work = [&] { return stop_ || !pending_.empty() || !scheduler_.idle(); };
+            if (worked && !has_work()) {
+                // Going idle after a burst: hand the burst's freed activation and request memory
+                // back to the system, so a server's resident size follows its load.
+                lock.unlock();
+                release_free_memory();
+                worked = false;
+                lock.lock();
+            }
+            cv_.wait(lock, has_work);
             if (stop_) return;
         }
         step();
+        worked = true;
     }
 }
 

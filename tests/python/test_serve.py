@@ -489,7 +489,9 @@ def test_load_64_streams_3_rounds_with_disconnects(server):
         assert errors == []
         m = wait_idle(server)
         assert m["myriad_kv_blocks_used"] == 0
+        time.sleep(0.5)  # the engine returns freed memory to the system as it goes idle
         rss.append(server.rss_kb())
+    print(f"RSS by round (kB): {rss}")
     assert health_codes and all(c == 200 for c in health_codes)
     assert abs(rss[2] - rss[1]) <= 0.10 * rss[1], f"RSS by round (kB): {rss}"
 
