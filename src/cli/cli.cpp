@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     add("chat-template", "the exact prompt a chat request renders to", add_chat_template);
     add("bench-model", "prefill and decode speed of the engine alone", add_bench_model);
     add("serve", "the OpenAI-compatible server", add_serve);
+    add("chat", "terminal chat on the engine (streams; reasoning dimmed)", add_chat);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -10,10 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "engine/engine.h"
-#include "engine/model_defaults.h"
-#include "engine/worker_group.h"
-#include "format/checkpoint.h"
+#include "cli/engine_setup.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -56,14 +53,9 @@ struct GenerateArgs {
     int64_t top_k = 0;
     int64_t seed = -1;
     int64_t n = 1;
-    int tp = 1;
-    int threads = 0;
-    int64_t max_num_batched_tokens = 2048;
-    int64_t max_num_seqs = 64;
+    EngineFlags engine;
     bool ids = false;
     bool ignore_eos = false;
-    std::string device = "cpu";
-    std::string kv_cache_dtype = "auto";
     int64_t concurrency = 0, requests = 0, input_len = 128, shared_prefix = 0;
     CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
                 *min_p_opt = nullptr;
@@ -132,8 +124,7 @@ int run_concurrency(const GenerateArgs& a, Engine& engine, const SamplingParams&
 }
 
 int run_generate(GenerateArgs& a) {
-    if (a.device != "cpu")
-        bad_input("--device {}: only the cpu backend exists so far", a.device);
+    check_engine_flags(a.engine);
     if (a.max_tokens < 1) bad_input("--max-tokens {} must be at least 1", a.max_tokens);
     if (a.n < 1) bad_input("-n {} must be at least 1", a.n);
     const bool bench = a.concurrency > 0;
@@ -161,24 +152,12 @@ int run_generate(GenerateArgs& a) {
         if (id >= config.vocab_size)
             bad_input("--prompt-ids: token id {} is outside the vocabulary of {} tokens ({})", id,
                       config.vocab_size, config.path);
-    ModelDefaults defaults = load_model_defaults(dir, config);
-    Checkpoint ckpt = Checkpoint::open(dir);
-
-    WorkerGroupOptions wo;
-    wo.tp = a.tp;
-    wo.kv_cache_dtype = parse_kv_cache_dtype(a.kv_cache_dtype);
-    wo.threads = a.threads;
     const int64_t per_seq = std::max<int64_t>(prompt.size(), a.input_len) + a.max_tokens;
     const int64_t seqs = bench ? a.concurrency : a.n;
-    wo.kv_blocks = seqs * ((per_seq + wo.kv_block_size - 1) / wo.kv_block_size) + 1;
-    WorkerGroup workers(config, ckpt, wo);
-
-    EngineConfig ec;
-    ec.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
-    ec.scheduler.max_num_seqs = a.max_num_seqs;
-    ec.eos_ids = defaults.eos_ids;
-    ec.defaults = defaults.sampling;
-    Engine engine(workers, ec);
+    EngineSizing sizing;
+    sizing.kv_blocks = seqs * ((per_seq + kKvBlockSize - 1) / kKvBlockSize) + 1;
+    LoadedEngine model = load_engine(dir, a.engine, sizing);
+    Engine& engine = *model.engine;
 
     SamplingParams p;
     p.temperature = a.temperature;
@@ -213,7 +192,8 @@ int run_generate(GenerateArgs& a) {
     std::fflush(stdout);
     log::info("{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
               "({:.1f} tok/s); temperature {}, tp {}",
-              a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature, a.tp);
+              a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature,
+              a.engine.tp);
     return 0;
 }
 
@@ -234,15 +214,7 @@ Run add_generate(CLI::App& app) {
     app.add_option("--seed", a->seed, "random seed (sequence i of -n uses seed + i)");
     app.add_option("-n", a->n, "sequences from the prompt, in one batch, one line each");
     app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the model's stop tokens");
-    app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
-    app.add_option("--device", a->device, "cpu (default)");
-    app.add_option("--kv-cache-dtype", a->kv_cache_dtype,
-                   "latent cache storage: auto (the checkpoint's FP8 scheme, else exact F32 on the "
-                   "CPU), bf16, fp8 (e4m3, per-layer k_scale from the checkpoint or 1.0), fp32");
-    app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
-    app.add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
-                   "token budget of a step; prompts longer are prefilled in chunks (default 2048)");
-    app.add_option("--max-num-seqs", a->max_num_seqs, "sequences running at once (default 64)");
+    add_engine_flags(app, a->engine);
     app.add_flag("--ids", a->ids, "print generated token ids, comma-separated");
     app.add_option("--concurrency", a->concurrency,
                    "throughput mode: keep C requests in flight (with --requests)");

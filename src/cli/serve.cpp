@@ -14,10 +14,7 @@
 #include "api/prompt_renderer.h"
 #include "api/server_state.h"
 #include "cli/commands.h"
-#include "engine/engine.h"
-#include "engine/model_defaults.h"
-#include "engine/worker_group.h"
-#include "format/checkpoint.h"
+#include "cli/engine_setup.h"
 #include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -34,18 +31,13 @@ struct ServeArgs {
     std::string api_key;
     std::string served_model_name;
     int64_t max_model_len = 0;
-    int64_t max_num_seqs = 64;
     int64_t max_queue = 256;
     int64_t max_request_bytes = int64_t{32} << 20;
-    int64_t max_num_batched_tokens = 2048;
     int64_t kv_blocks = 0;
-    std::string kv_cache_dtype = "auto";
+    EngineFlags engine;
     std::string chat_template;
     std::string tool_call_parser;
     std::string reasoning_parser;
-    int tp = 1;
-    int threads = 0;
-    std::string device = "cpu";
     double drain_timeout = 30;
     bool enable_test_output = false;
 };
@@ -59,16 +51,7 @@ std::string read_file(const std::string& path, const char* flag) {
 }
 
 void check_args(const ServeArgs& a) {
-    if (a.device == "cuda")
-        bad_input("--device cuda: the CUDA backend is not built yet; use --device cpu");
-    if (a.device != "cpu") bad_input("--device {}: use cpu", a.device);
-    if (a.kv_cache_dtype == "fp8")
-        bad_input(
-            "--kv-cache-dtype fp8: FP8 KV cache needs the quantised formats, which are not "
-            "implemented yet; use auto or bf16");
-    if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bf16")
-        bad_input("--kv-cache-dtype {}: use auto, bf16 (fp8 later)", a.kv_cache_dtype);
-    if (a.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", a.max_num_seqs);
+    check_engine_flags(a.engine);
     if (a.max_queue < 0) bad_input("--max-queue {} must be at least 0", a.max_queue);
     if (a.max_request_bytes < 1024)
         bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
@@ -101,7 +84,7 @@ int run_serve(ServeArgs& a) {
     o.served_model_name = a.served_model_name.empty() ? a.model.empty() ? "myriad-tiny" : a.model
                                                       : a.served_model_name;
     o.model_type = config.model_type;
-    o.max_num_seqs = a.max_num_seqs;
+    o.max_num_seqs = a.engine.max_num_seqs;
     o.max_queue = a.max_queue;
     o.max_request_bytes = static_cast<size_t>(a.max_request_bytes);
     o.api_key = a.api_key;
@@ -133,36 +116,19 @@ int run_serve(ServeArgs& a) {
 
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<api::PromptRenderer> renderer;
-    std::unique_ptr<Checkpoint> ckpt;
-    std::unique_ptr<WorkerGroup> workers;
-    std::unique_ptr<Engine> engine;
+    LoadedEngine model;
     try {
         state.set_phase("loading tokenizer");
         tokenizer = Tokenizer::load(dir);
         renderer = std::make_unique<api::PromptRenderer>(dir, config.model_type, o.chat_template);
-        ModelDefaults defaults = load_model_defaults(dir, config);
-        state.set_phase("loading weights");
-        ckpt = std::make_unique<Checkpoint>(Checkpoint::open(dir));
-        WorkerGroupOptions wo;
-        wo.tp = a.tp;
-        wo.threads = a.threads;
-        const int64_t max_len = a.max_model_len > 0
-                                    ? a.max_model_len
-                                    : std::min<int64_t>(config.max_position_embeddings, 8192);
-        // Room for max-num-seqs sequences of 1024 tokens, and at least one full context.
-        wo.kv_blocks =
-            a.kv_blocks > 0
-                ? a.kv_blocks
-                : std::max<int64_t>(max_len, a.max_num_seqs * 1024) / wo.kv_block_size + 1;
-        workers = std::make_unique<WorkerGroup>(config, *ckpt, wo);
-        EngineConfig ec;
-        ec.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
-        ec.scheduler.max_num_seqs = a.max_num_seqs;
-        ec.max_model_len = max_len;
-        ec.eos_ids = defaults.eos_ids;
-        ec.defaults = defaults.sampling;
-        ec.check_invariants = false;
-        engine = std::make_unique<Engine>(*workers, ec);
+        EngineSizing sizing;
+        sizing.kv_blocks = a.kv_blocks;
+        sizing.max_model_len = a.max_model_len > 0
+                                   ? a.max_model_len
+                                   : std::min<int64_t>(config.max_position_embeddings, 8192);
+        model = load_engine(dir, a.engine, sizing,
+                            [&](const std::string& phase) { state.set_phase(phase); });
+        Engine* engine = model.engine.get();
         engine->start();
         state.set_phase("warming up");
         SamplingParams warm;
@@ -173,10 +139,10 @@ int run_serve(ServeArgs& a) {
         while (h->next(out)) {
         }
         api::LoadedServerModel lm;
-        lm.engine = engine.get();
+        lm.engine = engine;
         lm.tokenizer = tokenizer.get();
         lm.renderer = renderer.get();
-        lm.eos_ids = defaults.eos_ids;
+        lm.eos_ids = model.defaults.eos_ids;
         lm.max_model_len = engine->max_model_len();
         state.set_ready(lm);
     } catch (...) {
@@ -186,8 +152,8 @@ int run_serve(ServeArgs& a) {
     log::info(
         "serving '{}' ({}) on http://{}:{}/v1 — max model len {}, {} KV blocks, tool parser "
         "'{}', reasoning parser '{}'{}",
-        o.served_model_name, dir, a.host, port, engine->max_model_len(),
-        engine->stats().blocks_total, api::tool_parser_name(o), api::reasoning_parser_name(o),
+        o.served_model_name, dir, a.host, port, model.engine->max_model_len(),
+        model.engine->stats().blocks_total, api::tool_parser_name(o), api::reasoning_parser_name(o),
         o.api_key.empty() ? "" : "; API key required");
 
     const int sig = wait_for_signal(set);
@@ -224,25 +190,19 @@ Run add_serve(CLI::App& app) {
                    "the model name clients send (default: MODEL as given, or myriad-tiny)");
     app.add_option("--max-model-len", a->max_model_len,
                    "context length: prompt + output tokens (default: the model's, at most 8192)");
-    app.add_option("--max-num-seqs", a->max_num_seqs, "sequences running at once (default 64)");
     app.add_option("--max-queue", a->max_queue,
                    "sequences waiting beyond --max-num-seqs before 429 (default 256)");
     app.add_option("--max-request-bytes", a->max_request_bytes,
                    "largest request body; larger gets 413 (default 32 MiB)");
-    app.add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
-                   "token budget of a step (default 2048)");
     app.add_option("--kv-blocks", a->kv_blocks,
                    "KV-cache blocks of 16 tokens (default: 1024 tokens per --max-num-seqs)");
-    app.add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (default) or bf16; fp8 later");
     app.add_option("--chat-template", a->chat_template,
                    "a Jinja chat template file to use instead");
     app.add_option("--tool-call-parser", a->tool_call_parser,
                    "kimi_k2, deepseek_v3 or deepseek_v31 (default: from model_type)");
     app.add_option("--reasoning-parser", a->reasoning_parser,
                    "kimi_k2, deepseek_r1 or deepseek_v3 (default: from model_type)");
-    app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
-    app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
-    app.add_option("--device", a->device, "cpu (default); cuda later");
+    add_engine_flags(app, a->engine);
     app.add_option(
         "--drain-timeout", a->drain_timeout,
         "seconds SIGTERM waits for running requests before cancelling them (default 30)");

@@ -18,11 +18,14 @@ namespace myriad {
 
 class CpuCommGroup;
 
+// Tokens per KV-cache block unless a caller chooses otherwise.
+inline constexpr int64_t kKvBlockSize = 16;
+
 struct WorkerGroupOptions {
     int tp = 1;
     int threads = 0;              // CPU threads in all; 0 = the machine's
     int64_t kv_blocks = 256;      // blocks per rank
-    int64_t kv_block_size = 16;   // tokens per block
+    int64_t kv_block_size = kKvBlockSize;  // tokens per block
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
     ModelOptions model;
 };

@@ -1,0 +1,72 @@
+#include "cli/engine_setup.h"
+
+#include <algorithm>
+
+#include "model/kv_cache.h"
+#include "ops/backend.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace myriad::cli {
+
+void add_engine_flags(CLI::App& app, EngineFlags& f) {
+    app.add_option("--tp", f.tp, "tensor-parallel ranks (default 1)");
+    app.add_option("--device", f.device, "cpu (default) or cuda (GPU 0)");
+    app.add_option("--threads", f.threads, "CPU threads in all (default: all cores)");
+    app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                   "latent cache storage: auto (the checkpoint's FP8 scheme, else exact F32 on the "
+                   "CPU), bf16, fp8 (e4m3, per-layer k_scale from the checkpoint or 1.0), fp32");
+    app.add_option("--max-num-seqs", f.max_num_seqs, "sequences running at once (default 64)");
+    app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
+                   "token budget of a step; prompts longer are prefilled in chunks (default 2048)");
+}
+
+void check_engine_flags(const EngineFlags& f) {
+    if (f.device != "cpu" && f.device != "cuda") bad_input("--device {}: use cpu or cuda", f.device);
+    if (f.device == "cuda") {
+        std::string why;
+        if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
+    }
+    parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
+    if (f.tp < 1) bad_input("--tp {} must be at least 1", f.tp);
+    if (f.threads < 0) bad_input("--threads {} must be at least 0", f.threads);
+    if (f.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", f.max_num_seqs);
+    if (f.max_num_batched_tokens < 1)
+        bad_input("--max-num-batched-tokens {} must be at least 1", f.max_num_batched_tokens);
+}
+
+LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const EngineSizing& s,
+                         const std::function<void(const std::string&)>& phase) {
+    check_engine_flags(f);
+    auto tell = [&](const std::string& what) {
+        if (phase) phase(what);
+    };
+    LoadedEngine m;
+    m.dir = dir;
+    m.config = load_model_config(dir);
+    m.defaults = load_model_defaults(dir, m.config);
+    tell("loading weights");
+    m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+    WorkerGroupOptions wo;
+    wo.tp = f.tp;
+    wo.threads = f.threads;
+    wo.device = f.device == "cuda" ? Device::Cuda : Device::Cpu;
+    wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
+    const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;
+    wo.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks
+                                   : std::max(context, f.max_num_seqs * s.seq_tokens) /
+                                             wo.kv_block_size +
+                                         1;
+    m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
+    EngineConfig ec;
+    ec.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
+    ec.scheduler.max_num_seqs = f.max_num_seqs;
+    ec.max_model_len = s.max_model_len;
+    ec.eos_ids = m.defaults.eos_ids;
+    ec.defaults = m.defaults.sampling;
+    ec.check_invariants = s.check_invariants;
+    m.engine = std::make_unique<Engine>(*m.workers, ec);
+    return m;
+}
+
+}  // namespace myriad::cli

@@ -1,0 +1,57 @@
+// What generate, serve, chat and bench-model share: the engine flags, and loading a model folder
+// into workers and an engine with them. One place decides the device, the KV cache dtype and the
+// cache size, so the commands cannot drift apart.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/model_defaults.h"
+#include "engine/worker_group.h"
+#include "format/checkpoint.h"
+#include "model/model_config.h"
+
+namespace myriad::cli {
+
+struct EngineFlags {
+    int tp = 1;
+    int threads = 0;  // CPU threads in all; 0 = the machine's
+    std::string device = "cpu";
+    std::string kv_cache_dtype = "auto";
+    int64_t max_num_seqs = 64;
+    int64_t max_num_batched_tokens = 2048;
+};
+
+// Registers --tp, --device, --threads, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens.
+void add_engine_flags(CLI::App& app, EngineFlags& flags);
+
+// Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
+void check_engine_flags(const EngineFlags& flags);
+
+struct LoadedEngine {
+    std::string dir;
+    ModelConfig config;
+    ModelDefaults defaults;
+    std::unique_ptr<Checkpoint> checkpoint;
+    std::unique_ptr<WorkerGroup> workers;
+    std::unique_ptr<Engine> engine;
+};
+
+struct EngineSizing {
+    int64_t kv_blocks = 0;      // blocks per rank; 0 = enough for max_num_seqs * seq_tokens
+    int64_t seq_tokens = 1024;  // tokens each running sequence is given room for
+    int64_t max_model_len = 0;  // 0: max_position_embeddings capped by the cache
+    bool check_invariants = false;
+};
+
+// Loads `dir` (config, generation defaults, weights) and builds the engine (not started).
+// `phase` (optional) is told what is loading, for /health and sd_notify.
+LoadedEngine load_engine(const std::string& dir, const EngineFlags& flags,
+                         const EngineSizing& sizing,
+                         const std::function<void(const std::string&)>& phase = {});
+
+}  // namespace myriad::cli
