@@ -6,26 +6,6 @@
 
 namespace myriad::testing {
 
-StepInput single_sequence_step(const std::vector<TokenId>& tokens, int64_t past,
-                               int64_t block_size, std::vector<int32_t> logit_rows) {
-    StepInput st;
-    st.token_ids = tokens;
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    SeqSlice seq;
-    seq.q_begin = 0;
-    seq.q_len = n;
-    seq.ctx_len = past + n;
-    for (int64_t b = 0; b * block_size < seq.ctx_len; ++b)
-        seq.block_table.push_back(static_cast<BlockId>(b));
-    for (int64_t i = 0; i < n; ++i) {
-        st.positions.push_back(static_cast<int32_t>(past + i));
-        st.slots.push_back(past + i);  // contiguous blocks: slot = position
-    }
-    st.seqs.push_back(std::move(seq));
-    st.logit_rows = std::move(logit_rows);
-    return st;
-}
-
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options,
                                         int64_t kv_blocks) {
     auto m = std::make_unique<LoadedModel>();

@@ -20,9 +20,7 @@ struct LoadedModel {
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp,
                                         ModelOptions options = {}, int64_t kv_blocks = 64);
 
-// A step of `tokens` for one sequence with `past` cached tokens in blocks 0, 1, 2, ...
-StepInput single_sequence_step(const std::vector<TokenId>& tokens, int64_t past,
-                               int64_t block_size, std::vector<int32_t> logit_rows);
+using myriad::single_sequence_step;
 
 // Feeds `tokens` after `past` cached tokens in steps of `chunk` tokens (0: one step; 1: token by
 // token, as decoding does); returns the logits of every fed position, [tokens, vocab].

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
     add("bench-model", "prefill and decode speed of the engine alone", add_bench_model);
     add("serve", "the OpenAI-compatible server", add_serve);
     add("chat", "terminal chat on the engine (streams; reasoning dimmed)", add_chat);
+    add("quantize", "a BF16 checkpoint to NVFP4 (ModelOpt) or FP8 blocks (DeepSeek)",
+        add_quantize);
+    add("eval", "what a quantisation costs: perplexity, KL divergence, top-1 agreement",
+        add_eval);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

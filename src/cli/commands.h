@@ -18,6 +18,8 @@ Run add_chat_template(CLI::App& app);
 Run add_bench_model(CLI::App& app);
 Run add_serve(CLI::App& app);
 Run add_chat(CLI::App& app);
+Run add_quantize(CLI::App& app);
+Run add_eval(CLI::App& app);
 
 // MODEL as given, or the shipped model when empty.
 std::string resolve_model(const std::string& model);

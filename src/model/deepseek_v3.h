@@ -39,6 +39,7 @@ public:
 
     const ModelConfig& config() const { return config_; }
     size_t weight_bytes() const { return weights_.bytes; }
+    const ModelWeights& weights() const { return weights_; }
 
     // Runs one step over the flat batch and writes the logits of step.logit_rows, full
     // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank.

@@ -12,7 +12,7 @@
 
 namespace myriad {
 
-class CpuOps final : public Ops {
+class CpuOps : public Ops {
 public:
     // `threads`: worker threads for this backend's own loops (attention, norms).
     explicit CpuOps(int threads = 1);
