@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "api/api_error.h"
+#include "api/client_connection.h"
 #include "api/generation.h"
 #include "api/openai_request.h"
 #include "api/output_parser.h"
@@ -160,6 +161,10 @@ Reply chat_completions(ServerState& state, std::string_view body) {
             }
             if (!p.error.empty()) error = p.error;
         })) {
+            if (client_gone()) {
+                job->gen->cancel();
+                fail(499, "", "the client closed the connection");
+            }
         }
         if (!error.empty()) fail(500, "", "generation failed: {}", error);
         J out = {{"id", job->id},

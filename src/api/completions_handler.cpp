@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "api/api_error.h"
+#include "api/client_connection.h"
 #include "api/generation.h"
 #include "api/openai_request.h"
 #include "api/response_common.h"
@@ -114,6 +115,10 @@ Reply completions(ServerState& state, std::string_view body) {
             if (p.finished) reason[p.seq] = p.finish_reason;
             if (!p.error.empty()) error = p.error;
         })) {
+            if (client_gone()) {
+                job->gen->cancel();
+                fail(499, "", "the client closed the connection");
+            }
         }
         if (!error.empty()) fail(500, "", "generation failed: {}", error);
         J out = base(*job, "text_completion");

@@ -4,6 +4,7 @@
 
 #include "api/api_error.h"
 #include "api/chat_handler.h"
+#include "api/client_connection.h"
 #include "api/completions_handler.h"
 #include "api/tokenize_handler.h"
 #include "util/error.h"
@@ -32,6 +33,9 @@ HttpServer::HttpServer(ServerState& state)
     const size_t threads = static_cast<size_t>(o.max_num_seqs + o.max_queue + 8);
     srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     srv.set_keep_alive_timeout(2);
+    // Streams are many small writes, one per token: send each at once (no Nagle delay waiting
+    // for the client's ACK of the previous one).
+    srv.set_tcp_nodelay(true);
     srv.set_keep_alive_max_count(1000);
     srv.set_read_timeout(30);
     srv.set_write_timeout(30);
@@ -80,6 +84,9 @@ HttpServer::HttpServer(ServerState& state)
                 if (needs_model && !state_.ready())
                     fail(503, "", "the model is still loading ({}); see GET /health",
                          state_.phase());
+                ClientConnection client(req.remote_addr, req.remote_port, req.local_addr,
+                                        req.local_port);
+                ScopedClient scoped(client);
                 Reply r = fn(state_, req.body);
                 status = r.status;
                 res.status = r.status;

@@ -131,10 +131,17 @@ int run_serve(ServeArgs& a) {
         Engine* engine = model.engine.get();
         engine->start();
         state.set_phase("warming up");
+        // One step as large as a step can be (a full --max-num-batched-tokens prompt chunk): the
+        // backend's step workspaces reach their size now, not under the first burst of load,
+        // so memory use is settled before the server reports ready.
         SamplingParams warm;
         warm.max_tokens = 2;
         warm.temperature = 0;
-        auto h = engine->submit({tokenizer->bos_id().value_or(0), 1}, warm);
+        const int64_t warm_len = std::max<int64_t>(
+            2, std::min(a.engine.max_num_batched_tokens, engine->max_model_len() - 2));
+        auto h = engine->submit(
+            std::vector<TokenId>(static_cast<size_t>(warm_len), tokenizer->bos_id().value_or(0)),
+            warm);
         RequestOutput out;
         while (h->next(out)) {
         }

@@ -496,6 +496,32 @@ def test_load_64_streams_3_rounds_with_disconnects(server):
     assert abs(rss[2] - rss[1]) <= 0.10 * rss[1], f"RSS by round (kB): {rss}"
 
 
+def test_non_streaming_client_that_leaves_frees_its_sequence(server):
+    before = server.metrics()
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "write a lot"}],
+            "max_tokens": 4000, "ignore_eos": True}
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        requests.post(server.url + "/v1/chat/completions", json=body, timeout=0.5)
+    m = wait_idle(server, timeout=5)
+    steps = m["myriad_engine_steps_total"] - before["myriad_engine_steps_total"]
+    assert steps < 2000, f"the sequence ran {steps} steps after its client left"
+    key = 'myriad_requests_total{endpoint="/v1/chat/completions",status="499"}'
+    assert m.get(key, 0) == before.get(key, 0) + 1
+
+
+def test_fp8_kv_cache_serves():
+    s = Server("--kv-cache-dtype", "fp8")
+    try:
+        r = s.client().completions.create(model=MODEL, prompt="The cache", max_tokens=8,
+                                          temperature=0, extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 8 and r.choices[0].finish_reason == "length"
+    finally:
+        s.stop()
+    bad = subprocess.run([BINARY, "serve", "--kv-cache-dtype", "int4"], capture_output=True,
+                         text=True, timeout=30)
+    assert bad.returncode == 2 and "--kv-cache-dtype int4" in bad.stderr
+
+
 def test_sigterm_drains_and_exits_0():
     s = Server()
     try:
