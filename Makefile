@@ -4,7 +4,7 @@ CMAKE_FLAGS ?=
 MODEL ?= models/myriad-tiny
 FUZZ_RUNS ?= 400000
 
-.PHONY: all deps test-deps configure build run test unit-test fuzz bench format clean
+.PHONY: all deps test-deps configure build release gpu-test run test unit-test fuzz bench format clean
 
 all: build
 
@@ -20,7 +20,21 @@ $(BUILD)/build.ninja:
 configure: $(BUILD)/build.ninja
 
 build: deps configure
+	@if grep -q myriad_ops_cuda $(BUILD)/build.ninja; then \
+	   start=$$(date +%s); cmake --build $(BUILD) --target myriad_ops_cuda || exit 1; \
+	   echo "build: CUDA kernels $$(( $$(date +%s) - start )) s"; fi
 	@start=$$(date +%s); cmake --build $(BUILD); echo "build: $$(( $$(date +%s) - start )) s"
+
+# The CUDA kernels for Hopper, Blackwell datacenter and Blackwell workstation (sm_90a, sm_100a,
+# sm_120a) in a separate build folder.
+release:
+	cmake -S . -B $(BUILD)-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYRIAD_CUDA_RELEASE=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-release --target myriad
+
+# On a GPU host (offline): build and run the GPU tests and a benchmark (tools/gpu_run.sh; the
+# bundle it unpacks comes from tools/gpu_bundle.sh).
+gpu-test:
+	bash tools/gpu_run.sh
 
 PORT ?= 8000
 run: build

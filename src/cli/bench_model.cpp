@@ -1,10 +1,18 @@
 // myriad bench-model: the engine alone, no HTTP. Prefill and decode speed at several batch
-// sizes, with the bytes each decode step must read and the machine's measured copy bandwidth as
-// the speed of light.
+// sizes, with the bytes each decode step reads per token and the machine's measured copy
+// bandwidth (the device's with --device cuda) as the speed of light.
+//
+// --random SHAPE builds the model from generated weights (model/synthetic_model.h) through the
+// ordinary loader, on the device itself with --device cuda (no files). Before timing, it runs
+// one prefill step and one decode step at the benchmark's shapes on the device and on the CPU
+// backend over the same weights (the first --check-layers layers: the CPU is slow) and stops if
+// they disagree, so a fast wrong kernel cannot produce a figure.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -14,8 +22,12 @@
 #include "cli/commands.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
+#include "model/linear_format.h"
 #include "model/model_config.h"
+#include "model/synthetic_model.h"
 #include "model/tensor_layout.h"
+#include "ops/backend.h"
+#include "ops/expert_stats.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -27,11 +39,16 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
     std::string model;
-    std::string batches = "1,4,16";
-    int64_t prompt_len = 128;
+    std::string random;  // a shape: build random weights instead of reading `model`
+    int64_t layers = 0;
+    std::string format = "bf16";
+    int64_t check_layers = 2;
+    std::string batches;     // default 1,4,16 (1,8,32,64 with --random)
+    int64_t prompt_len = 0;  // default 128 (512 with --random)
     int64_t decode_steps = 32;
     int tp = 1;
     int threads = 0;
+    std::string device = "cpu";
     bool json = false;
 };
 
@@ -39,8 +56,8 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Bytes per second of a large memory copy (read + write counted), best of three.
-double copy_bandwidth() {
+// Bytes per second of a large host memory copy (read + write counted), best of three.
+double host_copy_bandwidth() {
     const size_t n = size_t{256} << 20;
     std::vector<char> a(n, 1), b(n, 2);
     double best = 0;
@@ -53,12 +70,13 @@ double copy_bandwidth() {
     return best;
 }
 
-// A step of `batch` sequences, each adding `len` tokens after `past`, sequence s in blocks
-// [s * blocks_per_seq, ...).
-StepInput batch_step(int64_t batch, int64_t len, int64_t past, int64_t block_size,
-                     int64_t blocks_per_seq, std::mt19937& rng, int64_t vocab) {
+// Sequences [first, first + batch) each adding `len` tokens after `past`; sequence s owns
+// blocks [s * blocks_per_seq, ...). Logits of each sequence's last token, or of `every`-th
+// token of each sequence too when every > 0.
+StepInput batch_step(int64_t first, int64_t batch, int64_t len, int64_t past, int64_t block_size,
+                     int64_t blocks_per_seq, std::mt19937& rng, int64_t vocab, int64_t every = 0) {
     StepInput st;
-    for (int64_t s = 0; s < batch; ++s) {
+    for (int64_t s = first; s < first + batch; ++s) {
         SeqSlice seq;
         seq.q_begin = st.num_tokens();
         seq.q_len = len;
@@ -69,6 +87,8 @@ StepInput batch_step(int64_t batch, int64_t len, int64_t past, int64_t block_siz
             st.token_ids.push_back(static_cast<TokenId>(rng() % vocab));
             st.positions.push_back(static_cast<int32_t>(past + i));
             st.slots.push_back(s * blocks_per_seq * block_size + past + i);
+            if (every > 0 && i % every == every - 1 && i != len - 1)
+                st.logit_rows.push_back(static_cast<int32_t>(seq.q_begin + i));
         }
         st.logit_rows.push_back(static_cast<int32_t>(seq.q_begin + len - 1));
         st.seqs.push_back(std::move(seq));
@@ -76,94 +96,321 @@ StepInput batch_step(int64_t batch, int64_t len, int64_t past, int64_t block_siz
     return st;
 }
 
-int run_bench(const BenchArgs& a) {
+std::vector<int64_t> parse_batches(const std::string& list) {
     std::vector<int64_t> batches;
-    {
-        std::stringstream ss(a.batches);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-            try {
-                batches.push_back(std::stoll(item));
-            } catch (...) {
-                bad_input("--batch: '{}' is not a number", item);
-            }
-            if (batches.back() < 1) bad_input("--batch: {} must be at least 1", batches.back());
+    std::stringstream ss(list);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            batches.push_back(std::stoll(item));
+        } catch (...) {
+            bad_input("--batch: '{}' is not a number", item);
         }
+        if (batches.back() < 1) bad_input("--batch: {} must be at least 1", batches.back());
     }
+    if (batches.empty()) bad_input("--batch: no batch size given");
+    return batches;
+}
+
+// Device bytes of a weight of `shape` stored in `f` (GPU layout: dense matrices BF16, vectors
+// F32, FP8 codes with F32 block scales, NVFP4 nibbles with an e4m3 scale per 16).
+double weight_bytes(const ModelConfig& c, const ExpectedTensor& t, WeightFormat f, bool gpu) {
+    const double n = static_cast<double>(
+        std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1}, std::multiplies<>()));
+    if (!gpu) return n * 4;  // the CPU backend holds dense weights as F32
+    if (t.shape.size() < 2) return n * 4;
+    switch (f) {
+        case WeightFormat::Fp8Block:
+            return n * (1.0 + 4.0 / double(c.quant.block_rows * c.quant.block_cols));
+        case WeightFormat::Nvfp4:
+            return n * (0.5 + 1.0 / 16);
+        default:
+            return n * 2;
+    }
+}
+
+struct Roofline {
+    double dense = 0;       // bytes read once per step whatever the batch (embedding excluded)
+    double per_expert = 0;  // one routed expert of one layer
+    double embed_row = 0;
+    int64_t moe_layers = 0;
+};
+
+Roofline roofline(const ModelConfig& c, bool gpu) {
+    Roofline r;
+    for (const auto& t : expected_tensors(c)) {
+        // kv_b_proj is held dense (BF16) whatever the format: the absorbed ops read it.
+        const WeightFormat f = is_linear_weight(t.name) && !t.name.ends_with("kv_b_proj.weight")
+                                   ? linear_format(c, t.name, "")
+                                   : WeightFormat::Dense;
+        const double b = weight_bytes(c, t, f, gpu);
+        if (t.name == "model.embed_tokens.weight")
+            r.embed_row = b / double(c.vocab_size);
+        else if (t.name.find(".mlp.experts.") != std::string::npos)
+            r.per_expert += b;
+        else
+            r.dense += b;
+    }
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) r.moe_layers += c.is_moe_layer(l);
+    if (c.n_routed_experts > 0 && r.moe_layers > 0)
+        r.per_expert /= double(c.n_routed_experts * r.moe_layers);
+    return r;
+}
+
+// Expected distinct experts per layer when `tokens` each choose k of E uniformly at random.
+double uniform_distinct(const ModelConfig& c, int64_t tokens) {
+    if (c.n_routed_experts == 0) return 0;
+    const double e = double(c.n_routed_experts), k = double(c.num_experts_per_tok);
+    return e * (1.0 - std::pow(1.0 - k / e, double(tokens)));
+}
+
+struct RowErrors {
+    double worst = 0, median = 0, within = 0;  // within: share of rows with error <= 2e-2
+};
+
+RowErrors row_errors(const std::vector<float>& dev, const std::vector<float>& cpu, int64_t vocab) {
+    std::vector<double> errs;
+    for (size_t r = 0; r < cpu.size() / size_t(vocab); ++r) {
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < vocab; ++i) {
+            const double d = double(dev[r * vocab + i]) - cpu[r * vocab + i];
+            num += d * d;
+            den += double(cpu[r * vocab + i]) * cpu[r * vocab + i];
+        }
+        const double e = std::sqrt(num / std::max(den, 1e-30));
+        errs.push_back(std::isfinite(e) ? e : 1e30);
+    }
+    RowErrors out;
+    if (errs.empty()) return out;
+    std::sort(errs.begin(), errs.end());
+    out.worst = errs.back();
+    out.median = errs[errs.size() / 2];
+    out.within =
+        double(std::count_if(errs.begin(), errs.end(), [](double e) { return e <= 2e-2; })) /
+        double(errs.size());
+    return out;
+}
+
+// One prefill step of one `prompt`-token sequence (logits at 16 of its positions) and one
+// decode step of `batch` sequences after a short prompt each, on the device and on the CPU over
+// the same generated weights. Returns the JSON record; stops (exit 1) when they disagree.
+nlohmann::ordered_json check_against_cpu(const BenchArgs& a, Device device, int64_t prompt,
+                                         int64_t batch, uint64_t seed) {
+    const ModelConfig c = random_model_config(a.random, a.check_layers, a.format);
+    const Checkpoint ckpt = Checkpoint::synthetic(seed);
+    WorkerGroupOptions wo;
+    wo.threads = a.threads;
+    const int64_t short_prompt = 8;
+    const int64_t bps =
+        (std::max(prompt, short_prompt + 1) + wo.kv_block_size - 1) / wo.kv_block_size;
+    wo.kv_blocks = bps * (batch + 1);
+    const int64_t vocab = c.vocab_size;
+    std::vector<std::vector<float>> out[2];
+    for (int side = 0; side < 2; ++side) {
+        wo.device = side == 0 ? device : Device::Cpu;
+        auto t = Clock::now();
+        WorkerGroup w(c, ckpt, wo);
+        log::info("check: {} layers built on the {} in {:.1f} s", c.num_hidden_layers,
+                  side == 0 ? "device" : "CPU", seconds_since(t));
+        std::mt19937 rng(7);  // the same token ids on both sides
+        auto run = [&](const StepInput& st) {
+            std::vector<float> logits(st.logit_rows.size() * size_t(vocab));
+            w.step(st, logits.data());
+            out[side].push_back(std::move(logits));
+        };
+        run(batch_step(batch, 1, prompt, 0, wo.kv_block_size, bps, rng, vocab, prompt / 16));
+        run(batch_step(0, batch, short_prompt, 0, wo.kv_block_size, bps, rng, vocab));
+        run(batch_step(0, batch, 1, short_prompt, wo.kv_block_size, bps, rng, vocab));
+        log::info("check: {} steps run in {:.1f} s", out[side].size(), seconds_since(t));
+    }
+    const RowErrors pre = row_errors(out[0][0], out[1][0], vocab);
+    const RowErrors dec = row_errors(out[0][2], out[1][2], vocab);
+    nlohmann::ordered_json j = {{"layers", a.check_layers},
+                                {"prefill",
+                                 {{"rows", out[0][0].size() / vocab},
+                                  {"worst", pre.worst},
+                                  {"median", pre.median},
+                                  {"within_2e-2", pre.within}}},
+                                {"decode",
+                                 {{"rows", batch},
+                                  {"worst", dec.worst},
+                                  {"median", dec.median},
+                                  {"within_2e-2", dec.within}}}};
+    if (!a.json)
+        std::printf(
+            "check against the CPU backend (%lld layers, same weights): prefill %lld rows worst "
+            "%.2e median %.2e, %.0f%% within 2e-2; decode %lld rows worst %.2e median %.2e, "
+            "%.0f%% within 2e-2\n",
+            (long long)a.check_layers, (long long)(out[0][0].size() / vocab), pre.worst, pre.median,
+            100 * pre.within, (long long)batch, dec.worst, dec.median, 100 * dec.within);
+    // Router near-ties may flip an expert for a few rows (BF16 GEMM inputs above 16 rows); a
+    // wrong kernel moves every row.
+    if (pre.median > 2e-2 || dec.median > 2e-2 || pre.within < 0.75 || dec.within < 0.75)
+        internal_error(
+            "bench-model --random: the {} backend disagrees with the CPU backend on the same "
+            "weights (prefill median {:.2e}, decode median {:.2e}); no timing is reported",
+            device == Device::Cuda ? "cuda" : "cpu", pre.median, dec.median);
+    return j;
+}
+
+int run_bench(const BenchArgs& in) {
+    BenchArgs a = in;
+    const bool random = !a.random.empty();
+    if (a.batches.empty()) a.batches = random ? "1,8,32,64" : "1,4,16";
+    if (a.prompt_len == 0) a.prompt_len = random ? 512 : 128;
+    const std::vector<int64_t> batches = parse_batches(a.batches);
     if (a.prompt_len < 1 || a.decode_steps < 1)
         bad_input("--prompt-len and --decode-steps must be at least 1");
-    const std::string dir = resolve_model(a.model);
-    ModelConfig c = load_model_config(dir);
-    Checkpoint ckpt = Checkpoint::open(dir);
+    if (a.device != "cpu" && a.device != "cuda")
+        bad_input("--device {}: use cpu or cuda", a.device);
+    if (!random && (a.layers != 0 || a.format != "bf16"))
+        bad_input("--layers and --format apply to --random models only");
+    if (random && !a.model.empty())
+        bad_input("give a model folder or --random {}, not both", a.random);
+    const Device device = a.device == "cuda" ? Device::Cuda : Device::Cpu;
+    const uint64_t seed = 0x6d797269616400ull + 1;  // fixed: runs are comparable
+
+    std::string name;
+    ModelConfig c;
+    Checkpoint ckpt =
+        random ? Checkpoint::synthetic(seed) : Checkpoint::open(resolve_model(a.model));
+    if (random) {
+        c = random_model_config(a.random, a.layers, a.format);
+        name = fmt::format("random {} {} ({} layers)", a.random, a.format, c.num_hidden_layers);
+    } else {
+        name = ckpt.path();
+        c = load_model_config(name);
+    }
     const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+    nlohmann::ordered_json check;
+    if (random && a.check_layers > 0) {
+        a.check_layers = std::min(a.check_layers, c.num_hidden_layers);
+        check = check_against_cpu(a, device, a.prompt_len, max_batch, seed);
+    } else if (random && !a.json) {
+        std::printf("no check against the CPU backend (--check-layers 0)\n");
+    }
+
     WorkerGroupOptions wo;
     wo.tp = a.tp;
     wo.threads = a.threads;
-    const int64_t per_seq = a.prompt_len + a.decode_steps;
+    wo.device = device;
+    const int64_t warm_steps = 3, stat_steps = 2;
+    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps;
     const int64_t blocks_per_seq = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size;
     wo.kv_blocks = blocks_per_seq * max_batch;
+    auto t_load = Clock::now();
     WorkerGroup workers(c, ckpt, wo);
-
-    // Bytes of weights (F32 on the CPU backend) a decode step reads: everything but the routed
-    // experts, plus at most min(E, batch * k) experts per MoE layer.
-    int64_t dense_bytes = 0, expert_bytes = 0;
-    for (const auto& t : expected_tensors(c)) {
-        int64_t b = shard_bytes(t.shape, ShardKind::Replicated, 4, 1);
-        (t.name.find(".mlp.experts.") != std::string::npos ? expert_bytes : dense_bytes) += b;
-    }
-    if (dense_bytes > 0) dense_bytes -= c.vocab_size * c.hidden_size * 4;  // embedding: one row
-    const double bandwidth = copy_bandwidth();
+    const double load_s = seconds_since(t_load);
+    const bool gpu = device == Device::Cuda;
+    const double bandwidth = gpu ? cuda_copy_bandwidth(0) : host_copy_bandwidth();
+    const Roofline roof = roofline(c, gpu);
+    const double kv_token_bytes = double(c.kv_lora_rank + c.qk_rope_head_dim) *
+                                  double(dtype_size(workers.kv_cache_dtype())) *
+                                  double(c.num_hidden_layers);
 
     std::mt19937 rng(1);
-    std::vector<float> logits(static_cast<size_t>(max_batch * c.vocab_size));
-    nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    if (!a.json)
-        std::printf("%-6s %12s %12s %12s %14s %10s\n", "batch", "prefill t/s", "decode t/s",
-                    "step ms", "weights GB/s", "of copy");
-    for (int64_t batch : batches) {
-        // Warm-up: one small step.
-        StepInput warm = batch_step(1, 4, 0, wo.kv_block_size, blocks_per_seq, rng, c.vocab_size);
-        workers.step(warm, logits.data());
-        auto t0 = Clock::now();
-        StepInput pre = batch_step(batch, a.prompt_len, 0, wo.kv_block_size, blocks_per_seq, rng,
-                                   c.vocab_size);
-        workers.step(pre, logits.data());
-        const double prefill_s = seconds_since(t0);
-        auto t1 = Clock::now();
-        for (int64_t i = 0; i < a.decode_steps; ++i) {
-            StepInput st = batch_step(batch, 1, a.prompt_len + i, wo.kv_block_size, blocks_per_seq,
-                                      rng, c.vocab_size);
-            workers.step(st, logits.data());
+    std::vector<float> logits(
+        static_cast<size_t>(std::max(max_batch, a.prompt_len) * c.vocab_size));
+    // Prefill of one prompt (pp512 with --random): one untimed, median of three timed.
+    double prefill_tps = 0;
+    {
+        std::vector<double> times;
+        for (int i = 0; i < 4; ++i) {
+            StepInput pre = batch_step(0, 1, a.prompt_len, 0, wo.kv_block_size, blocks_per_seq, rng,
+                                       c.vocab_size);
+            auto t = Clock::now();
+            workers.step(pre, logits.data());
+            if (i > 0) times.push_back(seconds_since(t));
         }
-        const double decode_s = seconds_since(t1);
-        const double step_s = decode_s / a.decode_steps;
-        const int64_t experts_read = std::min<int64_t>(c.n_routed_experts, batch * c.num_experts_per_tok);
-        const double step_bytes = dense_bytes + (c.n_routed_experts > 0
-                                                     ? double(expert_bytes) * experts_read / c.n_routed_experts
-                                                     : 0.0);
-        const double prefill_tps = batch * a.prompt_len / prefill_s;
-        const double decode_tps = batch / step_s;
+        std::sort(times.begin(), times.end());
+        prefill_tps = double(a.prompt_len) / times[1];
+    }
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    if (!a.json) {
+        std::printf("%s: %.1f s to build, %.2f GB of weights; prefill of %lld tokens: %.1f tok/s\n",
+                    name.c_str(), load_s, workers.weight_bytes_per_rank() / 1e9,
+                    (long long)a.prompt_len, prefill_tps);
+        std::printf("%-6s %12s %12s %10s %14s %12s %12s %10s %8s\n", "batch", "prefill t/s",
+                    "decode t/s", "step ms", "read MB/token", "experts", "uniform", "GB/s",
+                    "of copy");
+    }
+    for (int64_t batch : batches) {
+        // The batch's prompts (timed as a batched prefill), warm-up decode steps (the first runs
+        // op by op, the second is captured as a graph), timed decode steps, then two steps
+        // counting distinct experts (op by op).
+        // The prompts go in steps of at most 4,096 tokens (as the server's scheduler would cut
+        // them): a step's scratch memory grows with its tokens.
+        const int64_t per_step = std::max<int64_t>(1, 4096 / a.prompt_len);
+        auto t0 = Clock::now();
+        for (int64_t s0 = 0; s0 < batch; s0 += per_step) {
+            StepInput pre = batch_step(s0, std::min(per_step, batch - s0), a.prompt_len, 0,
+                                       wo.kv_block_size, blocks_per_seq, rng, c.vocab_size);
+            workers.step(pre, logits.data());
+        }
+        const double batch_prefill_s = seconds_since(t0);
+        int64_t past = a.prompt_len;
+        auto decode = [&] {
+            StepInput st = batch_step(0, batch, 1, past++, wo.kv_block_size, blocks_per_seq, rng,
+                                      c.vocab_size);
+            workers.step(st, logits.data());
+        };
+        for (int64_t i = 0; i < warm_steps; ++i) decode();
+        const int64_t timed_past = past;
+        auto t1 = Clock::now();
+        for (int64_t i = 0; i < a.decode_steps; ++i) decode();
+        const double step_s = seconds_since(t1) / double(a.decode_steps);
+        ExpertStats& stats = expert_stats();
+        stats = ExpertStats{};
+        stats.enabled = true;
+        for (int64_t i = 0; i < stat_steps; ++i) decode();
+        stats.enabled = false;
+        const double distinct =
+            stats.layer_steps > 0 ? double(stats.distinct) / double(stats.layer_steps) : 0.0;
+        const double mean_ctx = double(timed_past) + double(a.decode_steps) / 2.0;
+        const double step_bytes = roof.dense + double(batch) * roof.embed_row +
+                                  distinct * roof.per_expert * double(roof.moe_layers) +
+                                  double(batch) * mean_ctx * kv_token_bytes;
+        const double decode_tps = double(batch) / step_s;
         const double gbs = step_bytes / step_s / 1e9;
         results.push_back({{"batch", batch},
                            {"prompt_len", a.prompt_len},
-                           {"prefill_tok_s", prefill_tps},
+                           {"batch_prefill_tok_s", double(batch * a.prompt_len) / batch_prefill_s},
                            {"decode_tok_s", decode_tps},
                            {"decode_step_ms", step_s * 1e3},
-                           {"decode_weight_bytes_per_step", step_bytes},
-                           {"decode_weight_gb_s", gbs},
+                           {"read_bytes_per_step", step_bytes},
+                           {"read_bytes_per_token", step_bytes / double(batch)},
+                           {"experts_per_layer", distinct},
+                           {"experts_uniform", uniform_distinct(c, batch)},
+                           {"read_gb_s", gbs},
                            {"copy_gb_s", bandwidth / 1e9}});
         if (!a.json)
-            std::printf("%-6lld %12.1f %12.1f %12.3f %14.2f %9.1f%%\n", (long long)batch,
-                        prefill_tps, decode_tps, step_s * 1e3, gbs, 100.0 * gbs * 1e9 / bandwidth);
+            std::printf("%-6lld %12.1f %12.1f %10.3f %14.1f %12.1f %12.1f %10.1f %7.1f%%\n",
+                        (long long)batch, double(batch * a.prompt_len) / batch_prefill_s,
+                        decode_tps, step_s * 1e3, step_bytes / double(batch) / 1e6, distinct,
+                        uniform_distinct(c, batch), gbs, 100.0 * gbs * 1e9 / bandwidth);
     }
+    // Bytes one batch-1 decode token must move at least: the weights it touches once.
+    const double floor_bytes = roof.dense + roof.embed_row +
+                               double(std::min(c.num_experts_per_tok, c.n_routed_experts)) *
+                                   roof.per_expert * double(roof.moe_layers);
     if (a.json) {
-        nlohmann::ordered_json out = {{"model", dir},  {"tp", a.tp},
+        nlohmann::ordered_json out = {{"model", name},
+                                      {"tp", a.tp},
                                       {"threads", workers.options().threads},
-                                      {"device", "cpu"}, {"results", results}};
+                                      {"device", a.device},
+                                      {"copy_gb_s", bandwidth / 1e9},
+                                      {"prefill_tok_s", prefill_tps},
+                                      {"batch1_floor_bytes", floor_bytes},
+                                      {"check", check},
+                                      {"results", results}};
         std::printf("%s\n", out.dump(2).c_str());
     } else {
-        std::printf("model %s, tp %d, %d threads, memcpy %.1f GB/s (read + write)\n", dir.c_str(),
-                    a.tp, workers.options().threads, bandwidth / 1e9);
+        std::printf(
+            "%s copy %.1f GB/s (read + write); batch-1 roofline %.2f GB/token -> %.0f tok/s; "
+            "tp %d, %d threads\n",
+            gpu ? "device" : "host memcpy", bandwidth / 1e9, floor_bytes / 1e9,
+            bandwidth / floor_bytes, a.tp, workers.options().threads);
     }
     return 0;
 }
@@ -173,11 +420,24 @@ int run_bench(const BenchArgs& a) {
 Run add_bench_model(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     app.add_option("model", a->model, "model folder (default: the shipped model)");
-    app.add_option("--batch", a->batches, "comma-separated batch sizes (default 1,4,16)");
-    app.add_option("--prompt-len", a->prompt_len, "prompt tokens per sequence (default 128)");
+    app.add_option("--random", a->random,
+                   "random weights of a known shape instead of a model folder: moonlight or "
+                   "kimi-k2 (built on the device; no files)");
+    app.add_option("--layers", a->layers, "--random: decoder layers (default: all)");
+    app.add_option("--format", a->format,
+                   "--random: bf16 (default), fp8 (DeepSeek FP8 blocks) or nvfp4 (routed experts "
+                   "NVFP4, the rest BF16)");
+    app.add_option("--check-layers", a->check_layers,
+                   "--random: layers of the check against the CPU backend before timing (default "
+                   "2; 0: no check)");
+    app.add_option("--batch", a->batches,
+                   "comma-separated batch sizes (default 1,4,16; 1,8,32,64 with --random)");
+    app.add_option("--prompt-len", a->prompt_len,
+                   "prompt tokens per sequence (default 128; 512 with --random)");
     app.add_option("--decode-steps", a->decode_steps, "decode steps timed (default 32)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
+    app.add_option("--device", a->device, "cpu (default) or cuda (GPU 0)");
     app.add_flag("--json", a->json, "print results as JSON");
     return [a] { return run_bench(*a); };
 }

@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
         add_quantize);
     add("eval", "what a quantisation costs: perplexity, KL divergence, top-1 agreement",
         add_eval);
+    add("plan", "will a model fit these GPUs: layouts, KV capacity, context", add_plan);
+    add("pull", "resumable, parallel, verified download into the HF cache", add_pull);
+    add("service", "run myriad serve as a systemd service (service install ...)", add_service);
+    add("bench", "serving benchmark against any OpenAI-compatible server", add_bench);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

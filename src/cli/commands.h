@@ -21,7 +21,13 @@ Run add_chat(CLI::App& app);
 Run add_quantize(CLI::App& app);
 Run add_eval(CLI::App& app);
 
-// MODEL as given, or the shipped model when empty.
+Run add_plan(CLI::App& app);
+Run add_pull(CLI::App& app);
+Run add_service(CLI::App& app);
+Run add_bench(CLI::App& app);
+
+// MODEL as given (ORG/NAME[@REVISION] in the HF cache: its snapshot folder), or the shipped model
+// when empty.
 std::string resolve_model(const std::string& model);
 
 }  // namespace myriad::cli

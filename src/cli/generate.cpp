@@ -137,7 +137,8 @@ int run_generate(GenerateArgs& a) {
     if (!a.prompt_ids.empty()) prompt = parse_ids(a.prompt_ids, "--prompt-ids");
     // Text needs the tokenizer; without one (a folder of weights only) ids are printed.
     const bool has_tokenizer = std::filesystem::exists(dir + "/tokenizer.json") ||
-                               std::filesystem::exists(dir + "/tiktoken.model");
+                               std::filesystem::exists(dir + "/tiktoken.model") ||
+                               dir.ends_with(".gguf");  // its vocabulary is inside
     if (!a.prompt_text.empty() || !a.chat_text.empty() || (!a.ids && has_tokenizer))
         tokenizer = Tokenizer::load(dir);
     if (!a.prompt_text.empty()) prompt = tokenizer->encode(a.prompt_text, false);

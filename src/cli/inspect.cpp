@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "format/checkpoint.h"
+#include "model/gguf_weights.h"
 #include "model/kv_cache.h"
 #include "model/linear_format.h"
 #include "model/model_config.h"
@@ -87,6 +88,80 @@ void print_linear_formats(const ModelConfig& c, const Checkpoint& ckpt, const st
                     (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
 }
 
+// GGUF: the tensors by ggml type, then each linear's runtime format (GgufBlock keeps the file's
+// blocks; F32/F16/BF16 load dense) and the bytes by format in the file and on each of `tp` ranks.
+void print_gguf_layout(const ModelConfig& c, const GgufModel& g, int tp) {
+    std::map<std::string, std::pair<int64_t, int64_t>> by_type;  // count, bytes
+    int64_t total = 0;
+    for (const GgufTensorInfo* t : g.tensors()) {
+        auto& e = by_type[gguf_type_name(t->type)];
+        ++e.first;
+        e.second += static_cast<int64_t>(t->nbytes);
+        total += static_cast<int64_t>(t->nbytes);
+    }
+    std::printf("tensors      %zu in %zu GGUF file(s), %s\n", g.tensors().size(), g.files().size(),
+                human_bytes(static_cast<double>(total)).c_str());
+    for (const auto& [type, e] : by_type)
+        std::printf("  %-10s %6lld tensors  %s\n", type.c_str(), (long long)e.first,
+                    human_bytes(static_cast<double>(e.second)).c_str());
+    struct Kind {
+        int64_t count = 0;
+        int64_t bytes = 0;
+    };
+    std::map<std::pair<std::string, std::string>, Kind> kinds;  // (kind, format)
+    std::map<std::string, Kind> formats;
+    std::map<std::string, int64_t> per_rank;
+    int64_t sharded = 0, replicated = 0;
+    for (const auto& t : expected_tensors(c)) {
+        const GgufTensorRef ref = gguf_tensor_for(t.name);
+        std::vector<const GgufTensorInfo*> parts;
+        for (const char* n : {"attn_k_b.weight", "attn_v_b.weight", "attn_kv_b.weight"}) {
+            if (!ref.name.empty()) break;  // kv_b_proj: rebuilt dense from the parts it has
+            const std::string rest = t.name.substr(13);
+            if (auto* p = g.tensor("blk." + rest.substr(0, rest.find('.')) + "." + n))
+                parts.push_back(p);
+        }
+        if (!ref.name.empty()) {
+            const GgufTensorInfo* p = g.tensor(ref.name);
+            if (!p && ref.name == "output.weight") p = g.tensor("token_embd.weight");
+            if (p) parts.push_back(p);
+        }
+        int64_t bytes = 0;
+        std::string fname = "dense";
+        for (const GgufTensorInfo* p : parts) {
+            bytes += static_cast<int64_t>(p->nbytes) / (ref.expert >= 0 ? p->dims[2] : 1);
+            const std::string type = gguf_type_name(p->type);
+            fname = ref.name.empty() || !gguf_is_quantized(p->type) || !is_linear_weight(t.name)
+                        ? "dense"
+                        : fmt::format("gguf {}", type);
+        }
+        const int64_t rank_bytes = t.shard != ShardKind::Replicated ? bytes / tp : bytes;
+        (t.shard != ShardKind::Replicated ? sharded : replicated) += rank_bytes;
+        if (!is_linear_weight(t.name)) continue;
+        Kind& k = kinds[{linear_kind(t.name), fname}];
+        ++k.count;
+        k.bytes += bytes;
+        ++formats[fname].count;
+        formats[fname].bytes += bytes;
+        per_rank[fname] += rank_bytes;
+    }
+    std::printf("linears      by format:");
+    for (const auto& [f, k] : formats)
+        std::printf("  %s %lld (%s)", f.c_str(), (long long)k.count,
+                    human_bytes(static_cast<double>(k.bytes)).c_str());
+    std::printf("\n             per rank at tp %d:", tp);
+    for (const auto& [f, b] : per_rank)
+        std::printf("  %s %s", f.c_str(), human_bytes(static_cast<double>(b)).c_str());
+    std::printf("\n");
+    for (const auto& [key, k] : kinds)
+        std::printf("  %-52s %-10s x%-6lld %s\n", key.first.c_str(), key.second.c_str(),
+                    (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
+    std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
+                human_bytes(static_cast<double>(sharded + replicated)).c_str(),
+                human_bytes(static_cast<double>(sharded)).c_str(),
+                human_bytes(static_cast<double>(replicated)).c_str());
+}
+
 int run_inspect(const std::string& model_arg, int tp) {
     const std::string dir = resolve_model(model_arg);
     ModelConfig c = load_model_config(dir);
@@ -125,38 +200,42 @@ int run_inspect(const std::string& model_arg, int tp) {
     std::printf("context      %lld positions\n", (long long)c.max_position_embeddings);
 
     const std::string prefix = text_model_prefix(c, ckpt);
-    std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // count, bytes
-    int64_t total = 0, count = 0;
-    for (const auto& name : ckpt.names()) {
-        TensorView v = ckpt.get(name);
-        auto& e = by_dtype[std::string(dtype_name(v.dtype()))];
-        ++e.first;
-        e.second += static_cast<int64_t>(v.nbytes());
-        total += static_cast<int64_t>(v.nbytes());
-        ++count;
-    }
-    std::printf("tensors      %lld in %zu file(s), %s\n", (long long)count, ckpt.files().size(),
-                human_bytes(static_cast<double>(total)).c_str());
-    for (const auto& [dt, e] : by_dtype)
-        std::printf("  %-10s %6lld tensors  %s\n", dt.c_str(), (long long)e.first,
-                    human_bytes(static_cast<double>(e.second)).c_str());
-
-    print_linear_formats(c, ckpt, prefix, tp);
-
-    int64_t sharded = 0, replicated = 0;
-    for (const auto& t : expected_tensors(c)) {
-        const WeightFormat f =
-            is_linear_weight(t.name) ? linear_format(c, t.name, prefix) : WeightFormat::Dense;
-        for (const StoredTensor& st : stored_tensors(c, t, f, prefix)) {
-            const int64_t b = static_cast<int64_t>(ckpt.get(st.name).nbytes());
-            const bool split = t.shard != ShardKind::Replicated && !st.scalar;
-            (split ? sharded : replicated) += split ? b / tp : b;
+    if (const GgufModel* g = ckpt.gguf()) {
+        print_gguf_layout(c, *g, tp);
+    } else {
+        std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // count, bytes
+        int64_t total = 0, count = 0;
+        for (const auto& name : ckpt.names()) {
+            TensorView v = ckpt.get(name);
+            auto& e = by_dtype[std::string(dtype_name(v.dtype()))];
+            ++e.first;
+            e.second += static_cast<int64_t>(v.nbytes());
+            total += static_cast<int64_t>(v.nbytes());
+            ++count;
         }
+        std::printf("tensors      %lld in %zu file(s), %s\n", (long long)count, ckpt.files().size(),
+                    human_bytes(static_cast<double>(total)).c_str());
+        for (const auto& [dt, e] : by_dtype)
+            std::printf("  %-10s %6lld tensors  %s\n", dt.c_str(), (long long)e.first,
+                        human_bytes(static_cast<double>(e.second)).c_str());
+
+        print_linear_formats(c, ckpt, prefix, tp);
+
+        int64_t sharded = 0, replicated = 0;
+        for (const auto& t : expected_tensors(c)) {
+            const WeightFormat f =
+                is_linear_weight(t.name) ? linear_format(c, t.name, prefix) : WeightFormat::Dense;
+            for (const StoredTensor& st : stored_tensors(c, t, f, prefix)) {
+                const int64_t b = static_cast<int64_t>(ckpt.get(st.name).nbytes());
+                const bool split = t.shard != ShardKind::Replicated && !st.scalar;
+                (split ? sharded : replicated) += split ? b / tp : b;
+            }
+        }
+        std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
+                    human_bytes(static_cast<double>(sharded + replicated)).c_str(),
+                    human_bytes(static_cast<double>(sharded)).c_str(),
+                    human_bytes(static_cast<double>(replicated)).c_str());
     }
-    std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
-                human_bytes(static_cast<double>(sharded + replicated)).c_str(),
-                human_bytes(static_cast<double>(sharded)).c_str(),
-                human_bytes(static_cast<double>(replicated)).c_str());
     const int64_t kv_token = c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim);
     std::string note;
     const DType kv = resolve_kv_cache_dtype(KvCacheDtype::Auto, c, &note);

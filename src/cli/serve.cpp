@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/sd_notify.h"
 
 namespace myriad::cli {
 
@@ -114,11 +115,16 @@ int run_serve(ServeArgs& a) {
         if (listener.joinable()) listener.join();
     };
 
+    // Load progress for /health and, under systemd (Type=notify), for `systemctl status`.
+    auto phase = [&](const std::string& p) {
+        state.set_phase(p);
+        sd_notify("STATUS=" + p);
+    };
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<api::PromptRenderer> renderer;
     LoadedEngine model;
     try {
-        state.set_phase("loading tokenizer");
+        phase("loading tokenizer");
         tokenizer = Tokenizer::load(dir);
         renderer = std::make_unique<api::PromptRenderer>(dir, config.model_type, o.chat_template);
         EngineSizing sizing;
@@ -127,10 +133,10 @@ int run_serve(ServeArgs& a) {
                                    ? a.max_model_len
                                    : std::min<int64_t>(config.max_position_embeddings, 8192);
         model = load_engine(dir, a.engine, sizing,
-                            [&](const std::string& phase) { state.set_phase(phase); });
+                            [&](const std::string& p) { phase(p); });
         Engine* engine = model.engine.get();
         engine->start();
-        state.set_phase("warming up");
+        phase("warming up");
         // One step as large as a step can be (a full --max-num-batched-tokens prompt chunk): the
         // backend's step workspaces reach their size now, not under the first burst of load,
         // so memory use is settled before the server reports ready.
@@ -163,7 +169,10 @@ int run_serve(ServeArgs& a) {
         model.engine->stats().blocks_total, api::tool_parser_name(o), api::reasoning_parser_name(o),
         o.api_key.empty() ? "" : "; API key required");
 
+    sd_notify(fmt::format("READY=1\nSTATUS=serving {} on {}:{}", o.served_model_name, a.host,
+                          port));
     const int sig = wait_for_signal(set);
+    sd_notify("STOPPING=1\nSTATUS=draining");
     log::info("signal {}: draining ({} sequences in flight, up to {} s)", sig, state.in_flight(),
               a.drain_timeout);
     state.start_draining();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/weights.h"
+#include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
 #include "parallel/cpu_communicator.h"
 #include "util/error.h"
@@ -17,9 +18,21 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.tp < 1) bad_input("--tp {} must be at least 1", options_.tp);
     validate_tp(config_, options_.tp);
     validate_checkpoint(config_, checkpoint_, options_.tp);
+    if (options_.device == Device::Cuda) {  // decided before any weight is read
+        std::string why;
+        if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
+        if (options_.tp != 1)
+            bad_input(
+                "--tp {} with --device cuda: tensor parallelism across GPUs (NCCL) is not built "
+                "yet; use --tp 1",
+                options_.tp);
+    }
     // Decided before any weight is read: an unusable KV setting never fails after loading.
     std::string note;
     kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
+    if (options_.device == Device::Cuda && options_.kv_cache_dtype == KvCacheDtype::Auto &&
+        kv_dtype_ == DType::F32)
+        kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
     if (!note.empty()) log::info("{}", note);
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
     if (options_.threads <= 0) options_.threads = hardware_threads();
@@ -64,13 +77,18 @@ void WorkerGroup::step(const StepInput& step, float* logits) {
 }
 
 void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
-    std::unique_ptr<CpuOps> ops;
-    std::unique_ptr<CpuCommunicator> comm;
+    std::unique_ptr<Ops> ops;
+    std::unique_ptr<Communicator> comm;
     std::unique_ptr<DeepseekV3> model;
     std::unique_ptr<KvCache> cache;
     try {
-        ops = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
-        comm = std::make_unique<CpuCommunicator>(group, rank);
+        if (options_.device == Device::Cuda) {
+            ops = make_cuda_ops(rank);
+            comm = make_single_gpu_communicator();
+        } else {
+            ops = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
+            comm = std::make_unique<CpuCommunicator>(group, rank);
+        }
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm, options_.model);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
                                           kv_dtype_, kv_scales_);

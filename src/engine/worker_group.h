@@ -27,6 +27,7 @@ struct WorkerGroupOptions {
     int64_t kv_blocks = 256;      // blocks per rank
     int64_t kv_block_size = kKvBlockSize;  // tokens per block
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
+    Device device = Device::Cpu;  // --device: Cuda runs one rank on GPU 0
     ModelOptions model;
 };
 

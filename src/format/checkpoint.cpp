@@ -53,10 +53,22 @@ std::vector<std::pair<std::string, std::string>> read_weight_map(const std::stri
 
 }  // namespace
 
+Checkpoint Checkpoint::synthetic(uint64_t seed) {
+    MYRIAD_CHECK(seed != 0, "a synthetic checkpoint needs a non-zero seed");
+    Checkpoint ck;
+    ck.path_ = "(random weights)";
+    ck.synthetic_seed_ = seed;
+    return ck;
+}
+
 Checkpoint Checkpoint::open(const std::string& path) {
     Checkpoint ck;
     ck.path_ = path;
     std::error_code ec;
+    if (is_gguf_path(path) && !fs::is_directory(path, ec)) {
+        ck.gguf_ = GgufModel::open(path);
+        return ck;
+    }
     fs::file_status status = fs::status(path, ec);
     std::vector<std::string> files;  // the safetensors files to open, in order
     std::vector<std::pair<std::string, std::string>> weight_map;

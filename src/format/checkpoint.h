@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf.h"
 #include "format/safetensors.h"
 
 namespace myriad {
@@ -15,8 +16,17 @@ namespace myriad {
 class Checkpoint {
 public:
     // `path` is a folder holding model.safetensors.index.json (sharded), model.safetensors, or
-    // any *.safetensors files; or a single .safetensors file. Bad input throws, naming the file.
+    // any *.safetensors files; or a single .safetensors file; or a .gguf file (the first of its
+    // splits), whose tensors are read through gguf() instead. Bad input throws, naming the file.
     static Checkpoint open(const std::string& path);
+    // A checkpoint of no files whose tensors are generated from `seed` (bench-model --random):
+    // it holds no tensors; the model's loader asks the backend to build each weight from the
+    // seed and the tensor's name (ops/synthetic_values.h).
+    static Checkpoint synthetic(uint64_t seed);
+    uint64_t synthetic_seed() const { return synthetic_seed_; }  // 0: not synthetic
+
+    // The GGUF model when the checkpoint is one (it then has no safetensors tensors), else null.
+    const GgufModel* gguf() const { return gguf_.get(); }
 
     const std::string& path() const { return path_; }
     bool has(std::string_view name) const;
@@ -33,6 +43,8 @@ public:
 private:
     std::string path_;
     std::string index_path_;  // empty when not sharded
+    std::shared_ptr<const GgufModel> gguf_;
+    uint64_t synthetic_seed_ = 0;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;
     std::map<std::string, std::pair<size_t, const TensorInfo*>, std::less<>> tensors_;
 };

@@ -200,6 +200,12 @@ std::string TensorView::shape_str() const {
 
 SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size,
                                            const std::string& path) {
+    return parse_safetensors_header(data, size, size, path);
+}
+
+SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, uint64_t file_size,
+                                           const std::string& path) {
+    if (size > file_size) size = static_cast<size_t>(file_size);
     if (size == 0) bad_input("{}: empty file, not a safetensors file", path);
     if (size < 8)
         bad_input("{}: {} bytes, too short for a safetensors file (at least 8)", path, size);
@@ -231,7 +237,7 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size,
 
     SafetensorsHeader result;
     result.data_start = 8 + header_len;
-    const uint64_t buffer_size = size - result.data_start;
+    const uint64_t buffer_size = file_size - result.data_start;
     std::vector<std::string_view> sorted_names(order.begin(), order.end());
     std::sort(sorted_names.begin(), sorted_names.end());
     if (auto dup = std::adjacent_find(sorted_names.begin(), sorted_names.end());

@@ -49,6 +49,11 @@ struct SafetensorsHeader {
 // any input (it is the fuzz target's entry point).
 SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size,
                                            const std::string& path);
+// The same from the first `size` bytes of a file of `file_size` bytes (a header fetched by HTTP
+// Range): `size` must cover the length prefix and the header; offsets are checked against
+// `file_size`.
+SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, uint64_t file_size,
+                                           const std::string& path);
 
 class SafetensorsFile {
 public:

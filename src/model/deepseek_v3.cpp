@@ -57,6 +57,7 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
 
 void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits) {
     check_step(step, cache);
+    if (comm_.world() == 1 && ops_.replay_step(step, logits, config_.vocab_size)) return;
     ops_.reset_scratch();
     ops_.begin_step(step);
     const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
@@ -93,6 +94,10 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     const int64_t world = comm_.world(), shard = weights_.lm_head.rows;
     Tensor part = ops_.scratch(DType::F32, {n, shard});
     ops_.linear(normed, weights_.lm_head, part);
+    if (world == 1) {  // [n, vocab] already: straight into `logits`
+        ops_.copy_to_host(part, logits);
+        return;
+    }
     Tensor gathered = ops_.scratch(DType::F32, {world, n, shard});
     comm_.all_gather(part, gathered);
     // [world, n, shard] -> [n, world * shard]

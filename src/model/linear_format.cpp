@@ -96,6 +96,7 @@ std::vector<StoredTensor> stored_tensors(const ModelConfig& c, const ExpectedTen
                      false},
                     {base + ".weight_shape", {2}, {DType::I32, DType::I64}, false}};
         case WeightFormat::Dense:
+        case WeightFormat::GgufBlock:  // GGUF files load through model/gguf_weights
             break;
     }
     return {};
@@ -198,6 +199,7 @@ WeightSource linear_source(const ModelConfig& c, const Checkpoint& ckpt, const E
             break;
         }
         case WeightFormat::Dense:
+        case WeightFormat::GgufBlock:  // GGUF files load through model/gguf_weights
             break;
     }
     return src;

@@ -8,6 +8,7 @@
 
 #include "format/json_fields.h"
 #include "format/json_file.h"
+#include "model/gguf_config.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -270,6 +271,8 @@ ModelConfig load_model_config(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     std::string file = path;
+    if (is_gguf_path(path) && !fs::is_directory(path, ec))
+        return gguf_model_config(*GgufModel::open(path));
     if (fs::is_directory(path, ec)) {
         file = (fs::path(path) / "config.json").string();
         if (!fs::exists(file, ec)) bad_input("{}: no config.json in this folder", path);

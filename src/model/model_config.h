@@ -78,8 +78,9 @@ struct ModelConfig {
     }
 };
 
-// Reads `<dir>/config.json` (or the file itself if `path` names a .json file). Every field the
-// forward pass uses is checked for presence, type and range; an error names the file and field.
+// Reads `<dir>/config.json` (or the file itself if `path` names a .json file; a .gguf file is
+// read by gguf_model_config). Every field the forward pass uses is checked for presence, type and
+// range; an error names the file and field.
 ModelConfig load_model_config(const std::string& path);
 // The same from already-parsed JSON; `source` names it in errors.
 ModelConfig parse_model_config(const nlohmann::ordered_json& json, const std::string& source);

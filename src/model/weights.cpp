@@ -4,7 +4,9 @@
 
 #include <map>
 
+#include "model/gguf_weights.h"
 #include "model/linear_format.h"
+#include "model/synthetic_model.h"
 #include "model/tensor_layout.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -19,6 +21,16 @@ std::string text_model_prefix(const ModelConfig& config, const Checkpoint& ckpt)
 }
 
 void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, int world) {
+    if (ckpt.synthetic_seed() != 0) {  // generated weights: only the sharding can be wrong
+        for (const auto& t : expected_tensors(config))
+            if (is_linear_weight(t.name))
+                check_quantized_sharding(config, t, linear_format(config, t.name, ""), world, "");
+        return;
+    }
+    if (ckpt.gguf()) {  // any --tp works: unaligned column shards load dense (gguf_weights.h)
+        validate_gguf_weights(config, *ckpt.gguf());
+        return;
+    }
     const std::string prefix = text_model_prefix(config, ckpt);
     for (const auto& t : expected_tensors(config)) {
         if (is_linear_weight(t.name)) {
@@ -64,7 +76,13 @@ class Loader {
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
         WeightSource src;
-        if (is_linear_weight(name)) {
+        if (const uint64_t seed = ckpt_.synthetic_seed()) {
+            src = synthetic_source(
+                e, is_linear_weight(name) ? linear_format(config_, name, prefix_) : WeightFormat::Dense,
+                config_, seed);
+        } else if (const GgufModel* gguf = ckpt_.gguf()) {
+            src = gguf_weight_source(config_, *gguf, e, scratch_);
+        } else if (is_linear_weight(name)) {
             src = linear_source(config_, ckpt_, e, linear_format(config_, name, prefix_), prefix_);
         } else {
             TensorView v = ckpt_.expect(prefix_ + name, e.shape);
@@ -86,6 +104,12 @@ class Loader {
             src.col_begin = n * rank_;
             src.col_end = n * (rank_ + 1);
         }
+        // GGUF blocks: ops read embeddings, norms and the router directly, and a column shard
+        // must hold whole blocks; otherwise the shard is dequantised at load.
+        if (src.format == WeightFormat::GgufBlock &&
+            (!is_linear_weight(name) || src.col_begin % src.quant.block_cols != 0 ||
+             src.col_end % src.quant.block_cols != 0))
+            src.to_dense = true;
         Weight w = ops_.load_weight(src);
         if (w.format != WeightFormat::Dense)  // this shard's share of codes and scales
             w.quant.bytes = static_cast<size_t>(static_cast<double>(w.quant.bytes) * w.rows *
@@ -108,6 +132,7 @@ class Loader {
     int rank_, world_;
     std::string prefix_;
     std::map<std::string, ExpectedTensor> layout_;
+    std::vector<float> scratch_;  // GGUF kv_b_proj, assembled before it is loaded
     size_t bytes_ = 0;
 };
 

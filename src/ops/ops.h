@@ -69,6 +69,15 @@ public:
     // ---- a step ----
     // Makes the step's ids, positions, slots and block tables available to the ops below.
     virtual void begin_step(const StepInput& step) = 0;
+    // Backends that record steps (CUDA graphs) replay a recording of a step shaped like `step`
+    // on its inputs, write the logits of its logit rows ([rows, width] F32) to `logits` and
+    // return true; false: the caller runs the step op by op. Only single-rank models call it.
+    virtual bool replay_step(const StepInput& step, float* logits, int64_t width) {
+        (void)step;
+        (void)logits;
+        (void)width;
+        return false;
+    }
 
     // out[t] = table[id_t - vocab_begin] when this rank holds that row, else 0.
     virtual void embed(const Weight& table, int64_t vocab_begin, Tensor out) = 0;

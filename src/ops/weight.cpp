@@ -12,6 +12,8 @@ std::string_view weight_format_name(WeightFormat f) {
             return "nvfp4";
         case WeightFormat::Int4Group:
             return "int4-group";
+        case WeightFormat::GgufBlock:
+            return "gguf";
     }
     return "?";
 }

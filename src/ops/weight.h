@@ -17,7 +17,9 @@ namespace myriad {
 //              inputs [R, C/16]; an F32 global scale (ModelOpt weight_scale_2).
 //   Int4Group  signed int4 stored as q + 8, eight per int32 (LSB first), [R, C/8]; a scale per
 //              `block_cols` inputs [R, C/block_cols] (compressed-tensors pack-quantized).
-enum class WeightFormat : uint8_t { Dense, Fp8Block, Nvfp4, Int4Group };
+//   GgufBlock  ggml blocks (Q8_0, Q4_K, ...) as the GGUF file stores them: each row of C inputs
+//              is C/block_cols self-describing blocks (scales inside), `gguf_type` says which.
+enum class WeightFormat : uint8_t { Dense, Fp8Block, Nvfp4, Int4Group, GgufBlock };
 
 std::string_view weight_format_name(WeightFormat f);
 
@@ -38,6 +40,7 @@ struct QuantizedData {
     // (reference.md §2.2; the NVFP4 goldens' gate and up scales always differ).
     float global_scale = 1.0f;
     float input_scale = 0.0f;  // Nvfp4 static activation scale, recorded (W4A16 on the CPU)
+    uint32_t gguf_type = 0;  // GgufBlock: the ggml type id (format/gguf_quants.h)
     int64_t row_offset = 0, col_offset = 0;
     size_t bytes = 0;  // codes + scales held by this shard
 };
@@ -51,6 +54,15 @@ struct Weight {
     size_t bytes() const { return format == WeightFormat::Dense ? data.nbytes() : quant.bytes; }
 };
 
+// Values made from a seed instead of read (bench-model --random): element i of the tensor (or
+// byte i of its codes, scale i of its scales) is a hash of (seed, i), so every backend and every
+// rank builds the same tensor without a file (ops/synthetic_weight.h says how).
+struct SyntheticValues {
+    uint64_t seed = 0;       // 0: not synthetic
+    float center = 0.0f;     // dense: values are center + amplitude * u, u uniform in [-1, 1)
+    float amplitude = 0.0f;  // a power of two, so host and device round alike
+};
+
 // Where a weight comes from: a checkpoint tensor of logical shape [R, C], of which rows
 // [row_begin, row_end) and columns [col_begin, col_end) belong to this rank. Dense: `data` in
 // `dtype` (row-major). Quantised: `quant` describes the full tensor (its offsets unused).
@@ -60,6 +72,7 @@ struct WeightSource {
     WeightFormat format = WeightFormat::Dense;
     QuantizedData quant;
     bool to_dense = false;  // dequantise at load (weights that ops read directly, e.g. kv_b_proj)
+    SyntheticValues synthetic;  // seed set: data, codes and scales are null and generated
     int64_t src_rows = 0, src_cols = 0;
     int64_t row_begin = 0, row_end = 0;
     int64_t col_begin = 0, col_end = 0;

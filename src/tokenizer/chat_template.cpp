@@ -5,7 +5,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "format/gguf.h"
 #include "format/json_file.h"
+#include "tokenizer/gguf_vocab.h"
+#include "tokenizer/jinja_lexer.h"
+#include "tokenizer/tool_declarations_prompt.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -20,6 +24,14 @@ std::string read_text(const fs::path& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// Whether the template reads the variable `name` anywhere in its tags (text and comments do
+// not count). Only called on a template that parsed.
+bool reads_variable(std::string_view source, std::string_view name) {
+    for (const jinja::Token& t : jinja::tokenize(source))
+        if (t.type == jinja::Tok::Name && t.value == name) return true;
+    return false;
 }
 
 const char* const kSpecialTokenNames[] = {"bos_token", "eos_token", "unk_token", "sep_token",
@@ -52,6 +64,7 @@ void ChatTemplate::add(std::string name, std::string source, std::string origin)
     n.origin = std::move(origin);
     try {
         n.tmpl = std::make_shared<const jinja::Template>(source);
+        n.reads_tool_declarations = reads_variable(source, kToolsTsVariable);
     } catch (const jinja::TemplateError& e) {
         n.error = e.what();
     }
@@ -68,6 +81,9 @@ ChatTemplate ChatTemplate::from_source(std::string source, std::string origin,
 
 ChatTemplate ChatTemplate::load_with_source(const std::string& dir, std::string source,
                                             std::string origin) {
+    if (is_gguf_path(dir) && fs::is_regular_file(dir))
+        return from_source(std::move(source), std::move(origin),
+                           gguf_special_tokens(*GgufModel::open(dir)));
     fs::path config_path = fs::path(dir) / "tokenizer_config.json";
     nlohmann::ordered_json special = nlohmann::ordered_json::object();
     if (fs::exists(config_path))
@@ -77,6 +93,16 @@ ChatTemplate ChatTemplate::load_with_source(const std::string& dir, std::string 
 
 ChatTemplate ChatTemplate::load(const std::string& dir) {
     fs::path root(dir);
+    if (is_gguf_path(dir) && fs::is_regular_file(root)) {
+        auto model = GgufModel::open(dir);
+        ChatTemplate t;
+        t.special_tokens_ = gguf_special_tokens(*model);
+        for (auto& [name, source] : gguf_chat_templates(*model))
+            t.add(name, std::move(source), dir + ": metadata tokenizer.chat_template");
+        if (t.templates_.empty())
+            bad_input("{}: no chat template (metadata tokenizer.chat_template is missing)", dir);
+        return t;
+    }
     if (!fs::is_directory(root)) bad_input("{}: not a folder", dir);
     fs::path config_path = root / "tokenizer_config.json";
     nlohmann::ordered_json config = nlohmann::ordered_json::object();
@@ -170,6 +196,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& request,
     }
     vars["add_generation_prompt"] = add_generation_prompt;
     for (const auto& [k, v] : special_tokens_.items()) vars[k] = v;
+    const Named& t = select(has_tools);
+    if (t.reads_tool_declarations) add_tool_declaration_variables(vars);
     auto kwargs = request.find("chat_template_kwargs");
     if (kwargs != request.end() && !kwargs->is_null()) {
         if (!kwargs->is_object())
@@ -182,7 +210,6 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& request,
         }
     }
 
-    const Named& t = select(has_tools);
     if (!t.tmpl) bad_input("chat template {}: {}", t.origin, t.error);
     try {
         return t.tmpl->render(vars, options);

@@ -35,9 +35,12 @@ class ChatTemplate {
 
     // Renders an OpenAI chat request: `messages` (required), `tools`, `add_generation_prompt`
     // (default true) and `chat_template_kwargs` (extra variables, e.g. thinking). Message
-    // fields reach the template as they came (`content: null` stays null). A malformed
-    // request or a template error (raise_exception included) is bad input; template errors
-    // name the template and the line and column.
+    // fields reach the template as they came (`content: null` stays null). A template that
+    // reads `tools_ts_str` (Kimi-K2.5's) gets the tools key-sorted, their TypeScript-style
+    // declaration in `tools_ts_str` and `thinking` = true, unless chat_template_kwargs say
+    // otherwise (tool_declarations_prompt.h). A malformed request or a template error
+    // (raise_exception included) is bad input; template errors name the template and the line
+    // and column.
     std::string render(const nlohmann::ordered_json& request,
                        const jinja::RenderOptions& options = {}) const;
 
@@ -52,6 +55,8 @@ class ChatTemplate {
         std::string origin;  // for messages: the file (and entry) it came from
         std::shared_ptr<const jinja::Template> tmpl;
         std::string error;  // a syntax error, raised when this template is used
+        // Reads `tools_ts_str`: Kimi-K2.5's tokenizer behaviour (tool_declarations_prompt.h).
+        bool reads_tool_declarations = false;
     };
     void add(std::string name, std::string source, std::string origin);
     const Named& select(bool has_tools) const;

@@ -26,8 +26,11 @@ const Json& member(const Json& j, const char* name) {
 
 HfTokenizer::HfTokenizer(std::string_view json, const TokenizerConfig& config,
                          const std::string& source)
+    : HfTokenizer(parse_tokenizer_json(json, source), config, source) {}
+
+HfTokenizer::HfTokenizer(TokenizerJson tj, const TokenizerConfig& config,
+                         const std::string& source, int64_t min_size)
     : source_(source) {
-    TokenizerJson tj = parse_tokenizer_json(json, source);
     JsonFields root(tj.root, source);
     const Json& model = member(tj.root, "model");
     if (!model.is_object()) root.fail("model", "is missing or not an object");
@@ -72,7 +75,7 @@ HfTokenizer::HfTokenizer(std::string_view json, const TokenizerConfig& config,
             m.fail("unk_token", fmt::format("\"{}\" is not in model.vocab", printable(*unk)));
         opt.unk = id;
     }
-    tokens_.resize(static_cast<size_t>(max_id + 1));
+    tokens_.resize(static_cast<size_t>(std::max(max_id + 1, min_size)));
     bpe_ = std::make_unique<Bpe>(opt);
     for (auto& [text, id] : tj.vocab) {
         Entry& e = tokens_[static_cast<size_t>(id)];

@@ -15,6 +15,7 @@
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
+#include "tokenizer/tokenizer_json.h"
 
 namespace myriad {
 
@@ -22,6 +23,10 @@ class HfTokenizer : public Tokenizer {
   public:
     // `json` is the text of tokenizer.json; `source` names it in messages.
     HfTokenizer(std::string_view json, const TokenizerConfig& config, const std::string& source);
+    // The same from an already-parsed (or built: GGUF vocabularies) tokenizer.json; the
+    // vocabulary covers at least `min_size` ids.
+    HfTokenizer(TokenizerJson tj, const TokenizerConfig& config, const std::string& source,
+                int64_t min_size = 0);
 
     std::vector<TokenId> encode(std::string_view text,
                                 bool add_special_tokens = false) const override;

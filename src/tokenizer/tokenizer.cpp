@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "format/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tiktoken_tokenizer.h"
 #include "tokenizer/tokenizer_config.h"
@@ -14,6 +16,8 @@ namespace myriad {
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
+    if (is_gguf_path(dir) && fs::is_regular_file(dir, ec))
+        return load_gguf_tokenizer(*GgufModel::open(dir));
     if (!fs::is_directory(dir, ec)) bad_input("{}: is not a folder", dir);
     const std::string config_path = (fs::path(dir) / "tokenizer_config.json").string();
     const std::string json_path = (fs::path(dir) / "tokenizer.json").string();

@@ -17,7 +17,8 @@ class Tokenizer {
 public:
     virtual ~Tokenizer() = default;
 
-    // Loads from a folder holding tokenizer.json, or tiktoken.model (+ tokenizer_config.json).
+    // Loads from a folder holding tokenizer.json, or tiktoken.model (+ tokenizer_config.json),
+    // or from a .gguf file's tokenizer.ggml.* metadata.
     // Bad input names the file and what is wrong.
     static std::unique_ptr<Tokenizer> load(const std::string& dir);
 

@@ -17,6 +17,13 @@ Templates: the four of tests/data/chat_templates/*.jinja (through --template), t
 tokenizer_config.json templates of deepseek_v3, qwen3 and llama3, and the shipped
 models/myriad-tiny (chat_template.jinja). Requests: every tests/data/chat_requests/*.json.
 
+Kimi-K2.5's template reads `tools_ts_str`, which its tokenizer's Python computes before rendering
+(../shared/docs/kimi-k25-tools.md §1.3): the oracles get what that Python passes (tools sorted by
+key at every depth, thinking=True, tools_ts_str) and chat_template_kwargs on top. The
+TypeScript-style text is taken from myriad's own prompt, after checking that it is there, in its
+frame, for every request with tools; its content is checked against the document's examples by
+tests/tool_declarations_ts_test.cpp.
+
 A plain script: one line per template, then `N passed, N failed`; exit status 1 on failure.
 Run: MYRIAD_BINARY=build/myriad build/venv/bin/python tests/python/test_chat_template_oracle.py
 """
@@ -25,6 +32,7 @@ import datetime
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,12 +107,46 @@ def make_environment():
     return env
 
 
-def render_jinja2(env, source, special, request):
+def reads_tools_ts(source):
+    return re.search(r"\btools_ts_str\b", source) is not None
+
+
+def sort_keys_deep(v):
+    if isinstance(v, dict):
+        return {k: sort_keys_deep(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [sort_keys_deep(x) for x in v]
+    return v
+
+
+TOOL_BLOCK = "<|im_system|>tool_declare<|im_middle|>"
+TS_FRAME = "# Tools\n\n## functions\nnamespace functions {\n"
+
+
+def tokenizer_variables(request, myriad_out):
+    """What Kimi-K2.5's tokenizer passes its template besides the request (see the docstring),
+    and whether myriad's prompt holds the TypeScript-style block it should hold."""
+    tools = request.get("tools")
+    extra = {"thinking": True}
+    if tools is None:
+        return extra, True
+    extra["tools"] = sort_keys_deep(tools)
+    if not tools or "tools_ts_str" in (request.get("chat_template_kwargs") or {}):
+        return extra, True
+    if not myriad_out.startswith(TOOL_BLOCK + TS_FRAME) or "<|im_end|>" not in myriad_out:
+        return extra, False
+    ts = myriad_out[len(TOOL_BLOCK):myriad_out.index("<|im_end|>")]
+    extra["tools_ts_str"] = ts
+    return extra, ts.endswith("}\n")
+
+
+def render_jinja2(env, source, special, request, extra=None):
     variables = {
         "messages": request["messages"],
         "tools": request.get("tools"),
         "add_generation_prompt": request.get("add_generation_prompt", True),
         **special,
+        **(extra or {}),
         **(request.get("chat_template_kwargs") or {}),
     }
     try:
@@ -136,12 +178,14 @@ def transformers_tokenizer(source, special):
     return PreTrainedTokenizerFast(tokenizer_object=backend, chat_template=source, **special)
 
 
-def render_transformers(tokenizer, request):
+def render_transformers(tokenizer, request, extra=None):
+    extra = dict(extra or {})
+    tools = extra.pop("tools", request.get("tools"))
     try:
         out = tokenizer.apply_chat_template(
-            request["messages"], tools=request.get("tools"),
+            request["messages"], tools=tools,
             add_generation_prompt=request.get("add_generation_prompt", True), tokenize=False,
-            **(request.get("chat_template_kwargs") or {}))
+            **{**extra, **(request.get("chat_template_kwargs") or {})})
         return out, None
     except Exception as e:  # noqa: BLE001
         return None, f"{type(e).__name__}: {e}"
@@ -191,8 +235,12 @@ def main():
             req_name = os.path.basename(path)[:-5]
             request = json.loads(read(path))
             rc, out, err = render_myriad(model, template_file, path)
-            expected, oracle_err = render_jinja2(env, source, special, request)
             label = f"{name} / {req_name}"
+            extra = None
+            if reads_tools_ts(source):
+                extra, has_ts = tokenizer_variables(request, out)
+                check(has_ts, f"{label}: no TypeScript-style tool block: {show(out)}")
+            expected, oracle_err = render_jinja2(env, source, special, request, extra)
             if oracle_err is None:
                 ok = rc == 0 and out == expected
                 check(ok, f"{label}: differs from jinja2\n  myriad: "
@@ -211,7 +259,7 @@ def main():
                 reason = "empty conversation"
             elif name in IN_PLACE_LIST_TEMPLATES and has_tool_calls(request):
                 reason = "immutable sandbox refuses list.append/pop on tool-call turns"
-            tf_out, tf_err = render_transformers(tokenizer, request)
+            tf_out, tf_err = render_transformers(tokenizer, request, extra)
             if reason is None and has_null_field(request):
                 # transformers dropped the nulls: render what it rendered.
                 stripped = without_null_fields(request)
@@ -219,7 +267,9 @@ def main():
                     json.dump(stripped, f, ensure_ascii=False)
                     f.flush()
                     rc, out, err = render_myriad(model, template_file, f.name)
-                _, oracle_err = render_jinja2(env, source, special, stripped)
+                if extra is not None:
+                    extra, _ = tokenizer_variables(stripped, out)
+                _, oracle_err = render_jinja2(env, source, special, stripped, extra)
                 nulls_dropped += 1
             if reason is None:
                 if oracle_err is None:

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "format/gguf_quants.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -90,6 +91,12 @@ void int4_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, float*
     }
 }
 
+// ggml blocks along the row: the scales live inside each block (format/gguf_quants.h).
+void gguf_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, float* out) {
+    gguf_dequantize_range(static_cast<GgufType>(q.gguf_type), q.codes + row * q.code_row_bytes, c0,
+                          n, out);
+}
+
 }  // namespace
 
 float e2m1_to_f32(uint8_t code) {
@@ -108,6 +115,8 @@ void dequantize_rows(const Weight& w, int64_t r0, int64_t r1, float* out) {
                 return nvfp4_row;
             case WeightFormat::Int4Group:
                 return int4_row;
+            case WeightFormat::GgufBlock:
+                return gguf_row;
             case WeightFormat::Dense:
                 break;
         }

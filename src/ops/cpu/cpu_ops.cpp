@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ops/cpu/cpu_dequant.h"
+#include "ops/synthetic_weight.h"
 #include "util/error.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -46,6 +47,12 @@ Weight CpuOps::load_weight(const WeightSource& s) {
                      s.col_begin >= 0 && s.col_begin <= s.col_end && s.col_end <= s.src_cols,
                  "weight slice rows [{}, {}) cols [{}, {}) outside [{}, {}]", s.row_begin,
                  s.row_end, s.col_begin, s.col_end, s.src_rows, s.src_cols);
+    if (s.synthetic.seed != 0) {  // generated on the host; quantised weights keep the buffers
+        std::shared_ptr<void> keep;
+        Weight w = load_weight(materialize_synthetic(s, keep));
+        if (w.format != WeightFormat::Dense) w.storage = keep;
+        return w;
+    }
     Weight w;
     w.rows = s.row_end - s.row_begin;
     w.cols = s.col_end - s.col_begin;

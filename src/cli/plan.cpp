@@ -1,0 +1,88 @@
+// myriad plan: will MODEL fit these GPUs, and how. Works from config.json and the quantisation
+// config; uses the safetensors headers when the weights are on disk (or on the hub, fetched by
+// HTTP Range) to count the bytes exactly.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/plan_source.h"
+#include "plan/memory_plan.h"
+#include "plan/nvml_gpus.h"
+#include "plan/plan_report.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace myriad::cli {
+
+namespace {
+
+struct PlanArgs {
+    std::string model;
+    std::string gpus;
+    int64_t context = 0;
+    int64_t concurrency = 1;
+    std::string kv_cache_dtype = "auto";
+    bool json = false;
+};
+
+int run_plan(const PlanArgs& a) {
+    if (a.context < 0) bad_input("--context {} must be positive", a.context);
+    if (a.concurrency < 1) bad_input("--concurrency {} must be at least 1", a.concurrency);
+    const KvCacheDtype kv = parse_kv_cache_dtype(a.kv_cache_dtype);
+    PlanModel m = load_plan_model(a.model);
+    GpuChoice g = choose_gpus(a.gpus);
+    plan::PlanOptions o;
+    o.gpus = g.gpus;
+    o.context = a.context;
+    o.concurrency = a.concurrency;
+    o.kv_cache_dtype = kv;
+    const plan::Plan p = plan::make_plan(m.config, m.weights, o);
+    plan::PlanSubject s{m.name, &m.config, &m.weights, m.predicted ? &*m.predicted : nullptr,
+                        g.gpus, g.source};
+    if (a.json)
+        std::printf("%s\n", plan::plan_json(s, p).dump(2).c_str());
+    else
+        std::printf("%s", plan::plan_text(s, p).c_str());
+    return 0;
+}
+
+}  // namespace
+
+GpuChoice choose_gpus(const std::string& spec) {
+    GpuChoice g;
+    if (!spec.empty() && spec != "auto") {
+        g.gpus = plan::parse_gpu_spec(spec);
+        g.source = "--gpus " + spec;
+        return g;
+    }
+    plan::GpuProbe probe = plan::probe_gpus();
+    if (!probe.gpus.empty()) {
+        g.gpus = probe.gpus;
+        g.source = "NVML";
+        return g;
+    }
+    if (spec == "auto")
+        bad_input("--gpus auto: no GPUs found: {}; name them instead, e.g. --gpus 8x96GB",
+                  probe.note);
+    g.source =
+        fmt::format("no GPUs given and none found ({}); pass --gpus, e.g. 8x96GB", probe.note);
+    return g;
+}
+
+Run add_plan(CLI::App& app) {
+    auto a = std::make_shared<PlanArgs>();
+    app.add_option("model", a->model,
+                   "model folder, config.json, HF cache entry or ORG/NAME[@REVISION] on the hub")
+        ->required();
+    app.add_option("--gpus", a->gpus,
+                   "auto (NVML), or e.g. 8x96GB, 8xH200, 4x141GiB,4xH100; presets: H100, H200, "
+                   "B200, RTX-PRO-6000 (default: auto when GPUs are found)");
+    app.add_option("--context", a->context,
+                   "tokens per sequence (default: the model's max_position_embeddings)");
+    app.add_option("--concurrency", a->concurrency, "sequences at once (default 1)");
+    app.add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto, bf16 or fp8 (default auto)");
+    app.add_flag("--json", a->json, "print the plan as JSON");
+    return [a] { return run_plan(*a); };
+}
+
+}  // namespace myriad::cli

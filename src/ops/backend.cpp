@@ -1,0 +1,56 @@
+#include "ops/backend.h"
+
+#include "util/error.h"
+
+#ifdef MYRIAD_WITH_CUDA
+#include "ops/cuda/cuda_backend.h"
+#endif
+
+namespace myriad {
+
+#ifdef MYRIAD_WITH_CUDA
+
+bool cuda_backend_built() {
+    return true;
+}
+int cuda_device_count(std::string* why) {
+    return cuda::device_count(why);
+}
+std::unique_ptr<Ops> make_cuda_ops(int index) {
+    return cuda::make_ops(index);
+}
+std::unique_ptr<Communicator> make_single_gpu_communicator() {
+    return cuda::make_single_gpu_communicator();
+}
+double cuda_copy_bandwidth(int index) {
+    return cuda::copy_bandwidth(index);
+}
+
+#else
+
+namespace {
+constexpr const char* kNoCuda =
+    "this myriad was built without the CUDA backend (no nvcc at configure time); rebuild with "
+    "the CUDA toolkit installed (cmake -DMYRIAD_CUDA=ON) or use --device cpu";
+}
+
+bool cuda_backend_built() {
+    return false;
+}
+int cuda_device_count(std::string* why) {
+    if (why) *why = kNoCuda;
+    return 0;
+}
+std::unique_ptr<Ops> make_cuda_ops(int) {
+    bad_input("--device cuda: {}", kNoCuda);
+}
+std::unique_ptr<Communicator> make_single_gpu_communicator() {
+    bad_input("--device cuda: {}", kNoCuda);
+}
+double cuda_copy_bandwidth(int) {
+    return 0.0;
+}
+
+#endif
+
+}  // namespace myriad

@@ -1,0 +1,67 @@
+#include "ops/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/single_gpu_communicator.h"
+#include "util/error.h"
+
+namespace myriad::cuda {
+
+// cudart is linked statically and loads the driver (libcuda.so.1) itself on first use: without
+// a driver or a GPU this reports the reason instead of failing to start.
+int device_count(std::string* why) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        if (why) *why = fmt::format("no usable CUDA device: {}", cudaGetErrorString(e));
+        return 0;
+    }
+    if (n == 0 && why) *why = "no CUDA device found";
+    return n;
+}
+
+std::unique_ptr<Ops> make_ops(int index) {
+    std::string why;
+    const int n = device_count(&why);
+    if (n == 0) bad_input("--device cuda: {}; use --device cpu", why);
+    if (index < 0 || index >= n)
+        bad_input("--device cuda: GPU {} requested but {} found", index, n);
+    return std::make_unique<CudaOps>(index);
+}
+
+// cudaMemcpy device to device of 2 GiB (several times the L2), timed with events: median of 9.
+double copy_bandwidth(int index) {
+    check_cuda(cudaSetDevice(index), "cudaSetDevice");
+    const size_t bytes = size_t{2} << 30;
+    DeviceBuffer a(bytes), b(bytes);
+    check_cuda(cudaMemset(a.data(), 1, bytes), "copy bandwidth");
+    cudaEvent_t start, stop;
+    check_cuda(cudaEventCreate(&start), "copy bandwidth");
+    check_cuda(cudaEventCreate(&stop), "copy bandwidth");
+    std::vector<float> ms;
+    for (int i = 0; i < 11; ++i) {
+        check_cuda(cudaEventRecord(start), "copy bandwidth");
+        check_cuda(cudaMemcpy(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice), "copy bandwidth");
+        check_cuda(cudaEventRecord(stop), "copy bandwidth");
+        check_cuda(cudaEventSynchronize(stop), "copy bandwidth");
+        float t = 0;
+        check_cuda(cudaEventElapsedTime(&t, start, stop), "copy bandwidth");
+        if (i >= 2) ms.push_back(t);  // two warm-ups
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3);
+}
+
+std::unique_ptr<Communicator> make_single_gpu_communicator() {
+    return std::make_unique<SingleGpuCommunicator>();
+}
+
+}  // namespace myriad::cuda

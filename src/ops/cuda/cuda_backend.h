@@ -1,0 +1,17 @@
+// The CUDA backend's entry points for ops/backend.cpp (compiled only when CUDA is on).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ops/ops.h"
+#include "parallel/communicator.h"
+
+namespace myriad::cuda {
+
+int device_count(std::string* why);
+std::unique_ptr<Ops> make_ops(int index);
+std::unique_ptr<Communicator> make_single_gpu_communicator();
+double copy_bandwidth(int index);
+
+}  // namespace myriad::cuda

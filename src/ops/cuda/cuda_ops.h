@@ -1,0 +1,196 @@
+// The CUDA backend of Ops, one GPU per instance (reference implementation: ops/cpu).
+//
+// Activations are F32 on the device, as on the CPU: the residual stream, norms, softmax and
+// the router stay in F32, so the GPU follows the CPU closely enough for greedy tokens to agree.
+// Weights are BF16 (dense) or stay in their quantised format; products accumulate in F32.
+// Steps of at most kSkinnyRows tokens (decode) run every linear through one kernel that
+// dequantises weights in registers and multiplies F32 activations (bandwidth-bound); longer
+// steps round activations to BF16 and use cuBLASLt (tensor cores), quantised weights expanded
+// to BF16 a tile of rows at a time. MoE experts run as grouped launches over tokens sorted by
+// expert on the device: no host loop over experts and no host synchronisation inside a step.
+//
+// Memory: weights and caches are allocated at load; a step takes its tensors from a scratch
+// arena. The arena is sized by the largest step seen: a step that needs more takes an overflow
+// block, and the next reset_scratch merges them into one, so steady state allocates nothing.
+//
+// CUDA graphs (cuda_graphs.cpp): a decode step (every sequence adds one token) of a batch size
+// seen before is captured once, with the arena and the step's metadata block at fixed addresses,
+// and later steps of that size replay it (replay_step) after uploading their inputs into the
+// same block: one launch instead of hundreds. MYRIAD_CUDA_GRAPHS=0 turns this off. Replacing the
+// arena or the metadata block drops every graph.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <string>
+#include <memory>
+#include <vector>
+
+#include "ops/cuda/kernels.h"
+#include "ops/ops.h"
+
+namespace myriad::cuda {
+
+// Tokens up to which a linear runs the register-dequantising kernel instead of cuBLASLt.
+// MYRIAD_CUDA_EXACT=1 sends every linear through it (F32 activations throughout: slower
+// prefill, for comparisons with the CPU backend where BF16 rounding could flip a near-tie).
+constexpr int64_t kSkinnyRows = 16;
+
+// Owned device memory.
+class DeviceBuffer {
+  public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(size_t bytes);
+    ~DeviceBuffer();
+    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), size_(o.size_) {
+        o.ptr_ = nullptr;
+        o.size_ = 0;
+    }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    void* data() const { return ptr_; }
+    size_t size() const { return size_; }
+
+  private:
+    void* ptr_ = nullptr;
+    size_t size_ = 0;
+};
+
+// Decode steps replayed from CUDA graphs by every CudaOps of the process (tests).
+int64_t graph_replays_total();
+
+class CudaOps final : public Ops {
+  public:
+    explicit CudaOps(int device);
+    ~CudaOps() override;
+
+    Device device() const override { return Device::Cuda; }
+    Weight load_weight(const WeightSource& src) override;
+    std::shared_ptr<void> allocate(Tensor& t) override;
+    Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
+    void reset_scratch() override;
+    void copy_to_host(Tensor src, void* dst) override;
+    void copy_from_host(const void* src, Tensor dst) override;
+
+    void begin_step(const StepInput& step) override;
+    bool replay_step(const StepInput& step, float* logits, int64_t width) override;
+    void embed(const Weight& table, int64_t vocab_begin, Tensor out) override;
+    void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
+    void linear(Tensor x, const Weight& w, Tensor out) override;
+    void add(Tensor x, Tensor y) override;
+    void silu_mul(Tensor gate, Tensor up, Tensor out) override;
+    void gather_logit_rows(Tensor x, Tensor out) override;
+    void argmax(Tensor x, Tensor out) override;
+
+    void rope(Tensor q, int64_t offset, const RopeParams& rope) override;
+    void mla_cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& rope,
+                          const KvLayerView& cache) override;
+    void mla_gather_context(const KvLayerView& cache, size_t seq_begin, size_t seq_end,
+                            Tensor latent, Tensor k_rot) override;
+    void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin, size_t seq_end,
+                             float softmax_scale, Tensor out) override;
+    void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
+                      Tensor q_lat) override;
+    void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim, const KvLayerView& cache,
+                                size_t seq_begin, size_t seq_end, float softmax_scale,
+                                Tensor o_lat) override;
+    void mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
+                      Tensor out) override;
+
+    void moe_route(Tensor x, const Weight& gate, const Weight& bias, const RouterParams& params,
+                   Tensor ids, Tensor weights) override;
+    void moe_experts(Tensor x, Tensor ids, Tensor weights, const std::vector<MlpWeights>& experts,
+                     Tensor out) override;
+
+    cudaStream_t stream() const { return stream_; }
+    // Graphs captured so far (tests: a replayed step really was replayed).
+    size_t graph_count() const { return graphs_.size(); }
+    int64_t graph_replays() const { return graph_replays_; }
+    // Waits for the stream; throws naming `what` if a kernel failed.
+    void synchronize(const char* what);
+
+  private:
+    const StepInput& step() const;
+    // Throws naming `what` if the last launch failed; with MYRIAD_CUDA_SYNC=1 also waits for
+    // the stream, so a failing kernel is named by its op.
+    void check(const char* what);
+    StepView step_view() const;
+    // The kernels' view of a weight (its device copy).
+    static QMatrix matrix(const Weight& w);
+    static QFormat qformat(const Weight& w);
+    // Few rows through the register-dequantising kernel; x rows of stride x.dim(-1).
+    void linear_skinny(Tensor x, const Weight& w, Tensor out);
+    // out = x · W^T with cuBLASLt on BF16 operands (F32 output), W expanded by tiles if quantised.
+    void linear_blas(Tensor x, const Weight& w, Tensor out);
+    void gemm_bf16(const uint16_t* x, int64_t m, int64_t k, const uint16_t* w, int64_t n,
+                   float* out, int64_t ldo);
+    KvView kv_view(const KvLayerView& c) const;
+    RopeView rope_view(const RopeParams& r) const;
+    // Device table of an MoE layer's experts, built on its first step (keyed by the vector).
+    struct ExpertTable {
+        DeviceBuffer mats;  // QMatrix [E][3]: gate, up, down
+        DeviceBuffer held;  // uint8 [E]
+        QFormat format = QFormat::Bf16;
+        int64_t inter = 0;
+        size_t count = 0;
+        const void* first_codes = nullptr;
+    };
+    const ExpertTable& expert_table(const std::vector<MlpWeights>& experts);
+
+    int device_ = 0;
+    cudaStream_t stream_ = nullptr;
+    cublasLtHandle_t lt_ = nullptr;
+    DeviceBuffer lt_workspace_;
+    bool sync_each_op_ = false;
+    // MYRIAD_CUDA_PROFILE=1: each op waited for and timed (seconds, calls per op name), printed
+    // when the backend is destroyed; graphs off. For finding the costly ops, not for speed.
+    bool profile_ = false;
+    std::map<std::string, std::pair<double, int64_t>> profile_times_;
+    double profile_last_ = 0;
+    int64_t skinny_rows_ = kSkinnyRows;
+    const StepInput* step_ = nullptr;
+
+    // Step metadata: one pinned host staging block uploaded with one copy per step.
+    DeviceBuffer step_dev_;
+    void* step_host_ = nullptr;
+    size_t step_capacity_ = 0;
+    struct StepOffsets {
+        size_t ids, positions, slots, row_seq, q_begin, q_len, ctx_len, ctx_prefix, table_begin,
+            tables, logit_rows;
+    } off_{};
+
+    // Scratch arena: the chunks used this step; at reset they merge into one of their total.
+    std::vector<DeviceBuffer> chunks_;
+    size_t used_ = 0, total_used_ = 0, peak_ = 0;
+
+    // BF16 staging of a weight tile for the cuBLASLt path (grown at load, never in a step).
+    DeviceBuffer dequant_tile_;
+    size_t dequant_tile_elems_ = 0;
+
+    std::map<const void*, ExpertTable> expert_tables_;
+
+    // ---- CUDA graphs (cuda_graphs.cpp) ----
+    // Rows of a decode step (every sequence q_len 1, logits for every row, in order), else -1.
+    static int64_t decode_key(const StepInput& st);
+    // Fills the pinned staging block and uploads it (begin_step without the bookkeeping).
+    void stage_step(const StepInput& st);
+    void drop_graphs();
+    // copy_to_host of the captured step's output: ends the capture and runs the graph.
+    void finish_capture(Tensor src);
+    struct StepGraph {
+        cudaGraphExec_t exec = nullptr;
+        const void* out = nullptr;  // the logits the recorded step leaves on the device
+        size_t bytes = 0;
+        StepOffsets offsets{};
+    };
+    bool graphs_enabled_ = true;
+    std::map<int64_t, StepGraph> graphs_;
+    std::map<int64_t, int> seen_;  // decode steps run per key before capture
+    int64_t capturing_ = -1;        // key of the step being captured
+    int64_t graph_replays_ = 0;
+};
+
+}  // namespace myriad::cuda

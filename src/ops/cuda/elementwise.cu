@@ -1,0 +1,157 @@
+// Element-wise and per-row kernels: embedding, RMSNorm, add, SiLU-mul, row gathers, argmax.
+#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/kernels.h"
+
+namespace myriad::cuda {
+
+namespace {
+
+__global__ void fill_kernel(float* p, int64_t n, float v) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x)
+        p[i] = v;
+}
+
+__global__ void to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x)
+        y[i] = f32_to_bf16_bits(x[i]);
+}
+
+__global__ void embed_kernel(const void* table, bool bf16, int64_t rows, int64_t hidden,
+                             const int32_t* ids, int64_t vocab_begin, float* out) {
+    const int64_t t = blockIdx.x;
+    const int64_t row = ids[t] - vocab_begin;
+    float* dst = out + t * hidden;
+    const bool held = row >= 0 && row < rows;
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        float v = 0.0f;
+        if (held)
+            v = bf16 ? bf16_bits_to_f32(static_cast<const uint16_t*>(table)[row * hidden + i])
+                     : static_cast<const float*>(table)[row * hidden + i];
+        dst[i] = v;
+    }
+}
+
+__device__ __forceinline__ float weight_at(const void* w, bool bf16, int64_t i) {
+    return bf16 ? bf16_bits_to_f32(static_cast<const uint16_t*>(w)[i])
+                : static_cast<const float*>(w)[i];
+}
+
+// One block per row. `out` may alias `x`: every thread reads its elements before the
+// reduction's barriers and writes after them.
+__global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
+                               float* out) {
+    const float* xr = x + blockIdx.x * d;
+    float* o = out + blockIdx.x * d;
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = block_sum(ss);
+    const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        o[i] = weight_at(w, bf16, i) * (xr[i] * inv);
+}
+
+__global__ void add_kernel(float* x, const float* y, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x)
+        x[i] += y[i];
+}
+
+__global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t n) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const float a = g[i];
+        o[i] = a / (1.0f + expf(-a)) * u[i];
+    }
+}
+
+__global__ void gather_rows_kernel(const float* x, int64_t d, const int32_t* rows, float* out) {
+    const float* src = x + int64_t(rows[blockIdx.x]) * d;
+    float* dst = out + blockIdx.x * d;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dst[i] = src[i];
+}
+
+// One block per row; the lowest index wins ties, NaN never wins.
+__global__ void argmax_kernel(const float* x, int64_t v, int32_t* out) {
+    const float* row = x + blockIdx.x * v;
+    float best = -INFINITY;
+    int64_t idx = -1;
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+        const float f = row[i];
+        if (idx < 0 || f > best) {
+            if (f == f || idx < 0) {
+                best = f;
+                idx = i;
+            }
+        }
+    }
+    __shared__ float sv[1024];
+    __shared__ int64_t si[1024];
+    sv[threadIdx.x] = best;
+    si[threadIdx.x] = idx;
+    __syncthreads();
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) {
+            const float b = sv[threadIdx.x + stride];
+            const int64_t bi = si[threadIdx.x + stride];
+            const float a = sv[threadIdx.x];
+            const int64_t ai = si[threadIdx.x];
+            const bool take =
+                bi >= 0 && (ai < 0 || a != a || (b == b && (b > a || (b == a && bi < ai))));
+            if (take) {
+                sv[threadIdx.x] = b;
+                si[threadIdx.x] = bi;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(si[0] < 0 ? 0 : si[0]);
+}
+
+unsigned flat_grid(int64_t n) {
+    const int64_t g = (n + 255) / 256;
+    return static_cast<unsigned>(g < 1 ? 1 : (g > 65535 ? 65535 : g));
+}
+
+}  // namespace
+
+void fill_f32(float* p, int64_t n, float value, cudaStream_t s) {
+    if (n > 0) fill_kernel<<<flat_grid(n), 256, 0, s>>>(p, n, value);
+}
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s) {
+    if (n > 0) to_bf16_kernel<<<flat_grid(n), 256, 0, s>>>(x, y, n);
+}
+
+void embed(const void* table, bool table_bf16, int64_t rows, int64_t hidden, const int32_t* ids,
+           int64_t vocab_begin, int64_t tokens, float* out, cudaStream_t s) {
+    if (tokens > 0)
+        embed_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(table, table_bf16, rows, hidden,
+                                                                   ids, vocab_begin, out);
+}
+
+void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
+             float* out, cudaStream_t s) {
+    if (rows > 0)
+        rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, w, w_bf16, d, eps, out);
+}
+
+void add(float* x, const float* y, int64_t n, cudaStream_t s) {
+    if (n > 0) add_kernel<<<flat_grid(n), 256, 0, s>>>(x, y, n);
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {
+    if (n > 0) silu_mul_kernel<<<flat_grid(n), 256, 0, s>>>(gate, up, out, n);
+}
+
+void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t n, float* out,
+                 cudaStream_t s) {
+    if (n > 0) gather_rows_kernel<<<static_cast<unsigned>(n), 256, 0, s>>>(x, d, rows, out);
+}
+
+void argmax(const float* x, int64_t rows, int64_t v, int32_t* out, cudaStream_t s) {
+    if (rows > 0) argmax_kernel<<<static_cast<unsigned>(rows), 1024, 0, s>>>(x, v, out);
+}
+
+}  // namespace myriad::cuda

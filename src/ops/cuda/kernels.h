@@ -1,0 +1,163 @@
+// The CUDA kernels' launchers: plain C++ signatures over device pointers, so the host code of the
+// backend (cuda_*.cpp, compiled by the C++ compiler) never sees device code. Every launcher
+// enqueues on `stream` and returns at once.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace myriad::cuda {
+
+// How a weight matrix is stored on the device (ops/weight.h has the file formats).
+enum class QFormat : int32_t { Bf16 = 0, Fp8Block = 1, Nvfp4 = 2, Int4 = 3 };
+
+// One weight matrix [rows, cols] as the kernels read it: row r's codes start at
+// codes + r * row_bytes; element (r, c) has the scale at row (r + row_phase) / block_rows and
+// column (c + col_phase) / block_cols of `scales` (F32, or e4m3 bytes for NVFP4, whose value is
+// then multiplied by global_scale). Dense weights are BF16 with no scales. Columns are a multiple
+// of 8 (eight elements share a scale).
+struct QMatrix {
+    const uint8_t* codes = nullptr;  // null: this matrix is not held (an expert of another rank)
+    int64_t row_bytes = 0;
+    const void* scales = nullptr;
+    int64_t scale_stride = 0;  // scale elements per scale row
+    int32_t block_rows = 1, block_cols = 1;
+    int32_t row_phase = 0, col_phase = 0;
+    float global_scale = 1.0f;
+    int32_t rows = 0, cols = 0;
+};
+
+// ---- element-wise and rows ----
+void fill_f32(float* p, int64_t n, float value, cudaStream_t s);
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+// out[t] = table[ids[t] - vocab_begin] (BF16 or F32 rows of `hidden`), zero when not held.
+void embed(const void* table, bool table_bf16, int64_t rows, int64_t hidden, const int32_t* ids,
+           int64_t vocab_begin, int64_t tokens, float* out, cudaStream_t s);
+// out = w * x * rsqrt(mean(x^2) + eps) per row; `w` is F32 or BF16.
+void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
+             float* out, cudaStream_t s);
+void add(float* x, const float* y, int64_t n, cudaStream_t s);
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s);
+void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t n, float* out,
+                 cudaStream_t s);
+void argmax(const float* x, int64_t rows, int64_t v, int32_t* out, cudaStream_t s);
+
+// ---- synthetic weights (bench-model --random; ops/synthetic_weight.h) ----
+enum class SynthKind : int32_t { DenseBf16, DenseF32, Fp8Codes, Fp8Scales, Nvfp4Codes, Nvfp4Scales };
+// Writes rows x cols elements (bytes for codes) at `out`, element (r, c) being element
+// (row0 + r) * src_width + col0 + c of the full synthetic tensor.
+void synthesize(SynthKind kind, uint64_t seed, float center, float amplitude, int64_t rows,
+                int64_t cols, int64_t src_width, int64_t row0, int64_t col0, void* out,
+                cudaStream_t s);
+
+// ---- linear ----
+// Dense and quantised products for few rows, weights dequantised in registers and F32
+// accumulation: for each group g (one, or one per expert), rows [row_begin[g], row_begin[g+1])
+// of the output are x[x_rows ? x_rows[r] : r] · W_g^T. `mats` holds the group's matrices
+// (one; two with `glu`, then the output is silu(x·G^T) * (x·U^T)). A group whose codes are null
+// is skipped. With no table, `single` (and `single_up`) is the one group over rows [0, m).
+struct SkinnyArgs {
+    const float* x = nullptr;
+    int64_t ldx = 0;
+    const int32_t* x_rows = nullptr;
+    QMatrix single, single_up;
+    const QMatrix* table = nullptr;  // on the device: group g's matrix is table[g * stride + first]
+    int32_t table_stride = 1, table_first = 0;  // (and its up matrix the next one, with glu)
+    const int32_t* row_begin = nullptr;  // [groups + 1] on the device; null: one group [0, m)
+    int64_t m = 0;                       // rows when row_begin is null
+    int64_t groups = 1;
+    int64_t max_rows = 0;  // upper bound of any group's rows (sizes the grid)
+    bool glu = false;
+    int64_t n = 0, k = 0;
+    float* out = nullptr;
+    int64_t ldo = 0;
+};
+void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
+// Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`.
+void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
+                  cudaStream_t s);
+
+// ---- MLA ----
+// Positions, slots and the block tables of the step, as begin_step uploaded them.
+struct StepView {
+    const int32_t* positions = nullptr;    // [T]
+    const int64_t* slots = nullptr;        // [T]
+    const int32_t* row_seq = nullptr;      // [T] sequence of each row
+    const int32_t* q_begin = nullptr;      // [S]
+    const int32_t* q_len = nullptr;        // [S]
+    const int32_t* ctx_len = nullptr;      // [S]
+    const int64_t* ctx_prefix = nullptr;   // [S + 1] exclusive prefix of ctx_len
+    const int64_t* table_begin = nullptr;  // [S + 1] each sequence's blocks in `tables`
+    const int32_t* tables = nullptr;
+};
+enum class KvType : int32_t { F32 = 0, Bf16 = 1, Fp8 = 2 };
+struct KvView {
+    void* data = nullptr;  // [blocks, block_size, latent + rope]
+    KvType type = KvType::Bf16;
+    float scale = 1.0f;
+    int64_t block_size = 0, latent = 0, rope = 0;
+};
+struct RopeView {
+    const float* inv_freq = nullptr;  // [dim / 2]
+    int64_t dim = 0;
+    float attention_factor = 1.0f;
+    bool half_split = false;
+};
+void rope(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset, const RopeView& r,
+          const StepView& st, cudaStream_t s);
+void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
+                  const RopeView& r, const KvView& kv, const StepView& st, cudaStream_t s);
+void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,
+                    int64_t max_ctx, float* latent, float* k_rot, cudaStream_t s);
+// Flash-style attention with an online softmax, one block per (query row, head), causal by
+// position. Naive form: keys kv[c, h, :dn] ++ k_rot[c], values kv[c, h, dn:]; absorbed form:
+// keys cache latent ++ rope, values the latent, read from the paged cache.
+struct AttnArgs {
+    const float* q = nullptr;       // naive: q [T, H, dq]; absorbed: q_lat [T, H, latent]
+    const float* q_rope = nullptr;  // absorbed: q [T, H, dq] (rope at nope_dim)
+    int64_t heads = 0, dq = 0, nope = 0, dv = 0;
+    const float* kv = nullptr;     // naive
+    const float* k_rot = nullptr;  // naive [C, dr]
+    int64_t dr = 0;
+    KvView cache;                        // absorbed
+    int64_t row_begin = 0, row_end = 0;  // query rows
+    int64_t seq_begin = 0;
+    float scale = 1.0f;
+    float* out = nullptr;  // [T, H, dv]
+    // Absorbed form: each (row, head) split over `splits` blocks of keys (flash decoding) when
+    // rows x heads alone would leave the GPU idle; `part` [T, H, splits, dv + 2] holds each
+    // block's unnormalised values, running max and sum, combined by a second kernel.
+    int64_t splits = 1;
+    float* part = nullptr;
+};
+void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
+void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
+// q_lat[t, h, l] = sum_d q[t, h, d] kv_b[h (dn + dv) + d, l] (kv_b BF16 [H (dn + dv), latent]).
+void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
+              int64_t dn, int64_t dv, int64_t latent, float* q_lat, cudaStream_t s);
+// out[t, h, v] = sum_l o_lat[t, h, l] kv_b[h (dn + dv) + dn + v, l].
+void absorb_v(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b, int64_t dn,
+              int64_t dv, int64_t latent, float* out, cudaStream_t s);
+
+// ---- MoE ----
+struct RouteArgs {
+    const float* logits = nullptr;  // [T, E]
+    const float* bias = nullptr;    // [E]
+    int64_t tokens = 0, experts = 0, top_k = 0, n_group = 1, topk_group = 1;
+    bool norm_topk_prob = true;
+    float scaling = 1.0f;
+    int32_t* ids = nullptr;  // [T, k]
+    float* weights = nullptr;
+};
+void moe_route(const RouteArgs& a, cudaStream_t s);
+// Groups the (token, choice) pairs by expert on the device: counts, offsets [E + 1],
+// sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row).
+void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
+              int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, cudaStream_t s);
+// out[t] = sum_j w[t, j] * y[pair_row[t, j]] over pairs whose expert is held (held[e] != 0).
+void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
+                 const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
+                 float* out, cudaStream_t s);
+
+}  // namespace myriad::cuda

@@ -1,0 +1,176 @@
+// Mixture of experts on the GPU: the noaux_tc router (sigmoid, bias for selection, group-limited
+// top-k) in one kernel, and the device-side grouping of (token, choice) pairs by expert that
+// lets one grouped launch run every expert (reference.md §1.7).
+#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/kernels.h"
+
+namespace myriad::cuda {
+
+namespace {
+
+constexpr int kRouteWarps = 4;  // tokens per block
+
+// (value, index) order of the CPU's stable sort by value, descending: larger value first, the
+// lower index among equals; index -1 is "none" and loses to everything.
+__device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
+    if (i < 0) return false;
+    if (bi < 0) return true;
+    return v > bv || (v == bv && i < bi);
+}
+
+// One warp per token; scores and choices of its experts in shared memory.
+__global__ void __launch_bounds__(kWarp* kRouteWarps) route_kernel(RouteArgs a) {
+    extern __shared__ float smem[];
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    const int64_t t = int64_t(blockIdx.x) * kRouteWarps + warp;
+    if (t >= a.tokens) return;
+    const int64_t e_count = a.experts;
+    float* score = smem + warp * 2 * e_count;
+    float* choice = score + e_count;
+    const float* lg = a.logits + t * e_count;
+    for (int64_t e = lane; e < e_count; e += kWarp) {
+        const float s = 1.0f / (1.0f + expf(-lg[e]));
+        score[e] = s;
+        choice[e] = s + a.bias[e];
+    }
+    __syncwarp();
+    if (a.n_group > 1) {
+        // A group's score is the sum of its two best biased scores; all but the topk_group best
+        // groups are masked to -inf (lane 0, serially: groups are few).
+        if (lane == 0) {
+            const int64_t per = e_count / a.n_group;
+            float gs[32];
+            bool keep[32];
+            for (int64_t g = 0; g < a.n_group; ++g) {
+                float best = -INFINITY, second = -INFINITY;
+                for (int64_t e = g * per; e < (g + 1) * per; ++e) {
+                    if (choice[e] > best) {
+                        second = best;
+                        best = choice[e];
+                    } else if (choice[e] > second) {
+                        second = choice[e];
+                    }
+                }
+                gs[g] = best + second;
+                keep[g] = false;
+            }
+            for (int64_t r = 0; r < a.topk_group; ++r) {
+                int bi = -1;
+                float bv = 0.0f;
+                for (int g = 0; g < a.n_group; ++g)
+                    if (!keep[g] && better(gs[g], g, bv, bi)) bv = gs[g], bi = g;
+                if (bi >= 0) keep[bi] = true;
+            }
+            for (int64_t g = 0; g < a.n_group; ++g)
+                if (!keep[g])
+                    for (int64_t e = g * per; e < (g + 1) * per; ++e) choice[e] = -INFINITY;
+        }
+        __syncwarp();
+    }
+    // top-k by rounds of a warp-wide arg-max; a taken expert is marked NaN and skipped.
+    float sum = 0.0f;
+    for (int64_t j = 0; j < a.top_k; ++j) {
+        float bv = 0.0f;
+        int bi = -1;
+        for (int64_t e = lane; e < e_count; e += kWarp) {
+            const float v = choice[e];
+            if (v == v && better(v, static_cast<int>(e), bv, bi)) bv = v, bi = static_cast<int>(e);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
+        }
+        if (lane == 0) {
+            a.ids[t * a.top_k + j] = bi;
+            choice[bi] = __uint_as_float(0x7fc00000u);
+        }
+        sum += score[bi];
+        __syncwarp();
+    }
+    if (lane == 0) {
+        for (int64_t j = 0; j < a.top_k; ++j) {
+            float w = score[a.ids[t * a.top_k + j]];
+            if (a.norm_topk_prob) w /= (sum + 1e-20f);
+            a.weights[t * a.top_k + j] = w * a.scaling;
+        }
+    }
+}
+
+__global__ void count_kernel(const int32_t* ids, int64_t pairs, int32_t* counts) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < pairs;
+         i += int64_t(gridDim.x) * blockDim.x)
+        atomicAdd(&counts[ids[i]], 1);
+}
+
+// Exclusive prefix of the counts (experts are few: one thread) into offsets [E + 1]; counts
+// become the running cursors of the scatter.
+__global__ void offsets_kernel(int32_t* counts, int64_t experts, int32_t* offsets) {
+    int32_t run = 0;
+    for (int64_t e = 0; e < experts; ++e) {
+        offsets[e] = run;
+        run += counts[e];
+        counts[e] = offsets[e];
+    }
+    offsets[experts] = run;
+}
+
+__global__ void scatter_kernel(const int32_t* ids, int64_t pairs, int64_t top_k, int32_t* cursor,
+                               int32_t* sorted_token, int32_t* pair_row) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < pairs;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const int32_t row = atomicAdd(&cursor[ids[i]], 1);
+        sorted_token[row] = static_cast<int32_t>(i / top_k);
+        pair_row[i] = row;
+    }
+}
+
+// out[t] = sum over j in choice order of w[t, j] * y[row of (t, j)], experts held only.
+__global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
+                               const int32_t* pair_row, const uint8_t* held, int64_t top_k,
+                               float* out) {
+    const int64_t t = blockIdx.x;
+    for (int64_t d = threadIdx.x; d < hidden; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < top_k; ++j) {
+            const int64_t p = t * top_k + j;
+            if (held[ids[p]]) acc += w[p] * y[int64_t(pair_row[p]) * hidden + d];
+        }
+        out[t * hidden + d] = acc;
+    }
+}
+
+unsigned pair_grid(int64_t pairs) {
+    const int64_t g = (pairs + 255) / 256;
+    return static_cast<unsigned>(g < 1 ? 1 : (g > 4096 ? 4096 : g));
+}
+
+}  // namespace
+
+void moe_route(const RouteArgs& a, cudaStream_t s) {
+    if (a.tokens == 0) return;
+    const size_t smem = kRouteWarps * 2 * a.experts * sizeof(float);
+    route_kernel<<<static_cast<unsigned>((a.tokens + kRouteWarps - 1) / kRouteWarps),
+                   kWarp * kRouteWarps, smem, s>>>(a);
+}
+
+void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
+              int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, cudaStream_t s) {
+    cudaMemsetAsync(counts, 0, experts * sizeof(int32_t), s);
+    if (pairs > 0) count_kernel<<<pair_grid(pairs), 256, 0, s>>>(ids, pairs, counts);
+    offsets_kernel<<<1, 1, 0, s>>>(counts, experts, offsets);
+    if (pairs > 0)
+        scatter_kernel<<<pair_grid(pairs), 256, 0, s>>>(ids, pairs, top_k, counts, sorted_token,
+                                                        pair_row);
+}
+
+void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
+                 const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
+                 float* out, cudaStream_t s) {
+    if (tokens > 0)
+        combine_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(y, hidden, ids, w, pair_row,
+                                                                     held, top_k, out);
+}
+
+}  // namespace myriad::cuda

@@ -1,0 +1,20 @@
+// `--gpus auto`: the GPUs of this machine through NVML, loaded with dlopen so that myriad runs
+// (and plans) on machines without the NVIDIA driver.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/gpu_spec.h"
+
+namespace myriad::plan {
+
+struct GpuProbe {
+    std::vector<Gpu> gpus;  // empty when none were found
+    std::string note;       // why none: the library is absent, NVML failed, no devices
+};
+
+// Loads libnvidia-ml.so.1 (or $MYRIAD_NVML_LIBRARY) and lists each device's name and total memory.
+GpuProbe probe_gpus();
+
+}  // namespace myriad::plan

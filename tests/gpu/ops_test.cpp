@@ -1,0 +1,361 @@
+// Every CUDA op against the CPU op on fresh random data: ‖gpu − cpu‖ / ‖cpu‖ ≤ 1e-4 where the
+// GPU computes in F32, ≤ 1e-2 where it rounds to BF16 (cuBLASLt inputs, BF16/FP8 caches).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gpu_test_util.h"
+
+namespace myriad::testing {
+namespace {
+
+constexpr double kF32Tol = 1e-4, kBf16Tol = 1e-2;
+
+// One step over `lens` sequences: (q_len, ctx_len) each, KV blocks shuffled so tables are not
+// contiguous; logits wanted for each sequence's last row.
+StepInput make_step(const std::vector<std::pair<int64_t, int64_t>>& lens, int64_t block_size,
+                    int64_t num_blocks, std::mt19937& rng, int64_t vocab = 100) {
+    std::vector<BlockId> free_blocks(static_cast<size_t>(num_blocks));
+    std::iota(free_blocks.begin(), free_blocks.end(), 0);
+    std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
+    size_t next = 0;
+    StepInput st;
+    for (auto [q_len, ctx] : lens) {
+        SeqSlice s;
+        s.q_begin = st.num_tokens();
+        s.q_len = q_len;
+        s.ctx_len = ctx;
+        for (int64_t b = 0; b * block_size < ctx; ++b)
+            s.block_table.push_back(free_blocks.at(next++));
+        for (int64_t i = 0; i < q_len; ++i) {
+            const int64_t p = ctx - q_len + i;
+            st.token_ids.push_back(static_cast<TokenId>(rng() % vocab));
+            st.positions.push_back(static_cast<int32_t>(p));
+            st.slots.push_back(int64_t(s.block_table[p / block_size]) * block_size +
+                               p % block_size);
+        }
+        st.logit_rows.push_back(static_cast<int32_t>(s.q_begin + q_len - 1));
+        st.seqs.push_back(std::move(s));
+    }
+    return st;
+}
+
+TEST_F(GpuOpsTest, EmbedRmsnormAddSiluMul) {
+    const int64_t vocab = 50, hidden = 64;
+    auto table = randn_bf16(vocab * hidden);
+    Weight wc = cpu.load_weight(bf16_source(table, vocab, hidden));
+    Weight wg = gpu->load_weight(bf16_source(table, vocab, hidden));
+    StepInput st = make_step({{9, 9}}, 16, 4, rng, 70);  // ids beyond 50 + 10: not held, zero
+    begin_step(st);
+    std::vector<float> ref(9 * hidden);
+    cpu.embed(wc, 10, host(ref, {9, hidden}));
+    Tensor out = poisoned(DType::F32, {9, hidden});
+    gpu->embed(wg, 10, out);
+    EXPECT_LE(rel_err(fetch(out), ref), 1e-7);
+
+    auto x = randn(9 * hidden, 3.0f);
+    auto normw = randn(hidden);
+    Weight nc = cpu.load_weight(f32_vector_source(normw));
+    Weight ng = gpu->load_weight(f32_vector_source(normw));
+    std::vector<float> nref(x.size());
+    cpu.rmsnorm(host(x, {9, hidden}), nc, 1e-6f, host(nref, {9, hidden}));
+    Tensor xd = dev(x, {9, hidden});
+    gpu->rmsnorm(xd, ng, 1e-6f, xd);  // in place, as the model does for q_a
+    EXPECT_LE(rel_err(fetch(xd), nref), kF32Tol);
+
+    auto a = randn(1000), b = randn(1000), c = a;
+    Tensor ad = dev(a, {1000}), bd = dev(b, {1000});
+    cpu.add(host(c, {1000}), host(b, {1000}));
+    gpu->add(ad, bd);
+    EXPECT_LE(rel_err(fetch(ad), c), 1e-7);
+    std::vector<float> sref(1000);
+    cpu.silu_mul(host(a, {1000}), host(b, {1000}), host(sref, {1000}));
+    Tensor so = poisoned(DType::F32, {1000});
+    gpu->silu_mul(dev(a, {1000}), bd, so);
+    EXPECT_LE(rel_err(fetch(so), sref), 1e-6);
+}
+
+TEST_F(GpuOpsTest, GatherLogitRowsAndArgmax) {
+    StepInput st = make_step({{1, 5}, {7, 7}, {3, 10}}, 16, 8, rng);
+    begin_step(st);
+    const int64_t t = st.num_tokens(), v = 3000;
+    auto x = randn(t * v);
+    // A tie in row 0: the lowest index must win on both backends.
+    const auto mx = *std::max_element(x.begin(), x.begin() + v);
+    x[17] = mx + 1.0f;
+    x[2000] = mx + 1.0f;
+    std::vector<float> rows(3 * v);
+    cpu.gather_logit_rows(host(x, {t, v}), host(rows, {3, v}));
+    Tensor rd = poisoned(DType::F32, {3, v});
+    gpu->gather_logit_rows(dev(x, {t, v}), rd);
+    EXPECT_EQ(fetch(rd), rows);
+    std::vector<int32_t> ids_ref(t);
+    cpu.argmax(host(x, {t, v}), Tensor(ids_ref.data(), DType::I32, {t}));
+    Tensor ids = poisoned(DType::I32, {t});
+    gpu->argmax(dev(x, {t, v}), ids);
+    EXPECT_EQ(fetch_i32(ids), ids_ref);
+    EXPECT_EQ(ids_ref[0], 17);
+}
+
+// Dense BF16 and the quantised formats; ≤ 16 rows run the F32 register-dequantising kernel,
+// more rows cuBLASLt on BF16 inputs. The quantised weight is a shard (rows and columns inside
+// the checkpoint tensor) so scale indices use the shard's phase in its blocks.
+class GpuLinear : public GpuOpsTest,
+                  public ::testing::WithParamInterface<std::tuple<WeightFormat, int64_t>> {};
+
+TEST_P(GpuLinear, MatchesCpu) {
+    const auto [format, m] = GetParam();
+    const int64_t n = 200, k = 384;
+    std::vector<uint16_t> dense;
+    QuantMatrix qm;
+    WeightSource src;
+    if (format == WeightFormat::Dense) {
+        dense = randn_bf16(n * k, 0.05f);
+        src = bf16_source(dense, n, k);
+    } else {
+        qm = random_quant(format, n + 72, k + 128, rng);
+        src = qm.src;
+        src.row_begin = 40;  // fp8 rows 40..239: two scale blocks, phase 40
+        src.row_end = 40 + n;
+        src.col_begin = 128;
+        src.col_end = 128 + k;
+    }
+    Weight wc = cpu.load_weight(src), wg = gpu->load_weight(src);
+    auto x = randn(m * k);
+    std::vector<float> ref(m * n);
+    cpu.linear(host(x, {m, k}), wc, host(ref, {m, n}));
+    Tensor out = poisoned(DType::F32, {m, n});
+    gpu->linear(dev(x, {m, k}), wg, out);
+    const double err = rel_err(fetch(out), ref);
+    EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+        << weight_format_name(format) << " m " << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GpuLinear,
+    ::testing::Combine(::testing::Values(WeightFormat::Dense, WeightFormat::Fp8Block,
+                                         WeightFormat::Nvfp4, WeightFormat::Int4Group),
+                       ::testing::Values(1, 5, 16, 17, 130)));
+
+TEST_F(GpuOpsTest, RopeBothStyles) {
+    StepInput st = make_step({{1, 300}, {6, 20}}, 16, 32, rng);
+    begin_step(st);
+    const int64_t t = st.num_tokens(), h = 3, width = 24, dim = 16;
+    std::vector<float> inv(dim / 2);
+    for (int64_t i = 0; i < dim / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / dim) * 0.7f;
+    for (RopeStyle style : {RopeStyle::AdjacentPairs, RopeStyle::HalfSplit}) {
+        RopeParams rc{host(inv, {dim / 2}), 1.3f, style};
+        RopeParams rg{dev(inv, {dim / 2}), 1.3f, style};
+        auto q = randn(t * h * width);
+        Tensor qd = dev(q, {t, h, width});
+        cpu.rope(host(q, {t, h, width}), 8, rc);
+        gpu->rope(qd, 8, rg);
+        EXPECT_LE(rel_err(fetch(qd), q), 1e-6);
+    }
+}
+
+struct CachePair {
+    KvLayerView cpu, gpu;
+};
+
+class GpuCache : public GpuOpsTest, public ::testing::WithParamInterface<DType> {
+  protected:
+    // The same layer cache on both backends, filled by each backend's own append.
+    CachePair make_cache(DType dt, int64_t blocks, int64_t bs, int64_t latent, int64_t rope) {
+        CachePair c;
+        for (KvLayerView* v : {&c.cpu, &c.gpu}) {
+            v->dtype = dt;
+            v->scale = dt == DType::F8_E4M3 ? 0.05f : 1.0f;
+            v->block_size = bs;
+            v->latent_dim = latent;
+            v->rope_dim = rope;
+            v->data = Tensor(nullptr, dt, {blocks, bs, latent + rope});
+        }
+        keep.push_back(cpu.allocate(c.cpu.data));
+        keep.push_back(gpu->allocate(c.gpu.data));
+        return c;
+    }
+    double tol() const { return GetParam() == DType::F32 ? kF32Tol : kBf16Tol; }
+};
+
+TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
+    const int64_t latent = 64, rope = 16, bs = 16, heads = 4, nope = 24;
+    CachePair cache = make_cache(GetParam(), 40, bs, latent, rope);
+    std::vector<float> inv(rope / 2);
+    for (int64_t i = 0; i < rope / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / rope);
+    RopeParams rc{host(inv, {rope / 2}), 1.0f, RopeStyle::AdjacentPairs};
+    RopeParams rg{dev(inv, {rope / 2}), 1.0f, RopeStyle::AdjacentPairs};
+    auto normw = randn(latent);
+    Weight nc = cpu.load_weight(f32_vector_source(normw));
+    Weight ng = gpu->load_weight(f32_vector_source(normw));
+
+    // Fill the whole context of three sequences (as prefill does), then decode-style steps.
+    StepInput fill = make_step({{37, 37}, {5, 5}, {70, 70}}, bs, 40, rng);
+    begin_step(fill);
+    const int64_t t = fill.num_tokens();
+    auto ckv = randn(t * (latent + rope), 2.0f);
+    cpu.mla_cache_append(host(ckv, {t, latent + rope}), nc, 1e-6f, rc, cache.cpu);
+    gpu->mla_cache_append(dev(ckv, {t, latent + rope}), ng, 1e-6f, rg, cache.gpu);
+    const int64_t ctx = t;
+    std::vector<float> lat_ref(ctx * latent), rot_ref(ctx * rope);
+    cpu.mla_gather_context(cache.cpu, 0, 3, host(lat_ref, {ctx, latent}),
+                           host(rot_ref, {ctx, rope}));
+    Tensor lat = poisoned(DType::F32, {ctx, latent}), rot = poisoned(DType::F32, {ctx, rope});
+    gpu->mla_gather_context(cache.gpu, 0, 3, lat, rot);
+    EXPECT_LE(rel_err(fetch(lat), lat_ref), tol());
+    EXPECT_LE(rel_err(fetch(rot), rot_ref), tol());
+
+    // Absorbed attention over the cache for the last token of each sequence (decode rows) and,
+    // as AttentionMode::Absorbed does, for several rows of one sequence.
+    StepInput dec = fill;
+    dec.token_ids.clear();
+    dec.positions.clear();
+    dec.slots.clear();
+    dec.logit_rows.clear();
+    int64_t row = 0;
+    for (auto& s : dec.seqs) {
+        const int64_t q_len = s.ctx_len > 30 ? 3 : 1;
+        for (int64_t i = 0; i < q_len; ++i) {
+            dec.token_ids.push_back(1);
+            dec.positions.push_back(static_cast<int32_t>(s.ctx_len - q_len + i));
+            dec.slots.push_back(0);
+        }
+        s.q_begin = row;
+        s.q_len = q_len;
+        row += q_len;
+    }
+    begin_step(dec);
+    const int64_t tq = dec.num_tokens(), dq = nope + rope;
+    auto q_lat = randn(tq * heads * latent, 0.3f), q = randn(tq * heads * dq, 0.3f);
+    std::vector<float> o_ref(tq * heads * latent);
+    cpu.mla_attention_absorbed(host(q_lat, {tq, heads, latent}), host(q, {tq, heads, dq}), nope,
+                               cache.cpu, 0, 3, 0.2f, host(o_ref, {tq, heads, latent}));
+    Tensor o = poisoned(DType::F32, {tq, heads, latent});
+    gpu->mla_attention_absorbed(dev(q_lat, {tq, heads, latent}), dev(q, {tq, heads, dq}), nope,
+                                cache.gpu, 0, 3, 0.2f, o);
+    EXPECT_LE(rel_err(fetch(o), o_ref), tol());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCache,
+                         ::testing::Values(DType::F32, DType::BF16, DType::F8_E4M3));
+
+TEST_F(GpuOpsTest, NaiveAttentionWithPastContext) {
+    // Chunked prefill: each sequence's new rows see earlier context and themselves, causally.
+    StepInput st = make_step({{4, 50}, {1, 9}, {20, 20}}, 16, 16, rng);
+    begin_step(st);
+    const int64_t heads = 3, dn = 24, dr = 16, dv = 20, t = st.num_tokens();
+    const int64_t ctx = 50 + 9 + 20;
+    auto q = randn(t * heads * (dn + dr)), kv = randn(ctx * heads * (dn + dv)),
+         k_rot = randn(ctx * dr);
+    std::vector<float> ref(t * heads * dv);
+    cpu.mla_attention_naive(host(q, {t, heads, dn + dr}), host(kv, {ctx, heads, dn + dv}),
+                            host(k_rot, {ctx, dr}), 0, 3, 0.15f, host(ref, {t, heads, dv}));
+    Tensor out = poisoned(DType::F32, {t, heads, dv});
+    gpu->mla_attention_naive(dev(q, {t, heads, dn + dr}), dev(kv, {ctx, heads, dn + dv}),
+                             dev(k_rot, {ctx, dr}), 0, 3, 0.15f, out);
+    EXPECT_LE(rel_err(fetch(out), ref), kF32Tol);
+}
+
+TEST_F(GpuOpsTest, AbsorbQAndV) {
+    const int64_t t = 7, heads = 4, dn = 24, dr = 8, dv = 16, latent = 64;
+    auto kvb = randn_bf16(heads * (dn + dv) * latent, 0.1f);
+    Weight wc = cpu.load_weight(bf16_source(kvb, heads * (dn + dv), latent));
+    Weight wg = gpu->load_weight(bf16_source(kvb, heads * (dn + dv), latent));
+    auto q = randn(t * heads * (dn + dr));
+    std::vector<float> ref(t * heads * latent);
+    cpu.mla_absorb_q(host(q, {t, heads, dn + dr}), wc, dn, dv, host(ref, {t, heads, latent}));
+    Tensor ql = poisoned(DType::F32, {t, heads, latent});
+    gpu->mla_absorb_q(dev(q, {t, heads, dn + dr}), wg, dn, dv, ql);
+    EXPECT_LE(rel_err(fetch(ql), ref), kF32Tol);
+    auto o = randn(t * heads * latent);
+    std::vector<float> vref(t * heads * dv);
+    cpu.mla_absorb_v(host(o, {t, heads, latent}), wc, dn, dv, host(vref, {t, heads, dv}));
+    Tensor ov = poisoned(DType::F32, {t, heads, dv});
+    gpu->mla_absorb_v(dev(o, {t, heads, latent}), wg, dn, dv, ov);
+    EXPECT_LE(rel_err(fetch(ov), vref), kF32Tol);
+}
+
+class GpuRoute : public GpuOpsTest, public ::testing::WithParamInterface<int64_t> {};
+
+TEST_P(GpuRoute, SameExpertsAndWeights) {
+    const int64_t t = 40, hidden = 64, experts = 32;
+    RouterParams p;
+    p.n_experts = experts;
+    p.top_k = 4;
+    p.n_group = GetParam();
+    p.topk_group = p.n_group > 1 ? 2 : 1;
+    p.routed_scaling_factor = 2.5f;
+    auto gate = randn_bf16(experts * hidden, 0.2f);
+    auto bias = randn(experts, 0.1f);
+    Weight gc = cpu.load_weight(bf16_source(gate, experts, hidden));
+    Weight gg = gpu->load_weight(bf16_source(gate, experts, hidden));
+    Weight bc = cpu.load_weight(f32_vector_source(bias));
+    Weight bg = gpu->load_weight(f32_vector_source(bias));
+    auto x = randn(t * hidden);
+    std::vector<int32_t> ids_ref(t * p.top_k);
+    std::vector<float> w_ref(t * p.top_k);
+    cpu.moe_route(host(x, {t, hidden}), gc, bc, p, Tensor(ids_ref.data(), DType::I32, {t, p.top_k}),
+                  host(w_ref, {t, p.top_k}));
+    Tensor ids = poisoned(DType::I32, {t, p.top_k}), w = poisoned(DType::F32, {t, p.top_k});
+    gpu->moe_route(dev(x, {t, hidden}), gg, bg, p, ids, w);
+    EXPECT_EQ(fetch_i32(ids), ids_ref);
+    EXPECT_LE(rel_err(fetch(w), w_ref), kF32Tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Groups, GpuRoute, ::testing::Values(1, 4));
+
+// Routed experts in every format, for decode-size and prefill-size batches; expert 5 is not
+// held by this rank (empty weights) and must contribute nothing.
+class GpuExperts : public GpuOpsTest,
+                   public ::testing::WithParamInterface<std::tuple<WeightFormat, int64_t>> {};
+
+TEST_P(GpuExperts, MatchCpu) {
+    const auto [format, t] = GetParam();
+    const int64_t experts = 8, hidden = 128, inter = 96, k = 3;
+    std::vector<QuantMatrix> qms;
+    std::vector<std::vector<uint16_t>> dense;
+    std::vector<MlpWeights> wc(experts), wg(experts);
+    for (int64_t e = 0; e < experts; ++e) {
+        if (e == 5) continue;
+        Weight* c[3] = {&wc[e].gate, &wc[e].up, &wc[e].down};
+        Weight* g[3] = {&wg[e].gate, &wg[e].up, &wg[e].down};
+        for (int i = 0; i < 3; ++i) {
+            const int64_t rows = i == 2 ? hidden : inter, cols = i == 2 ? inter : hidden;
+            WeightSource src;
+            if (format == WeightFormat::Dense) {
+                dense.push_back(randn_bf16(rows * cols, 0.1f));
+                src = bf16_source(dense.back(), rows, cols);
+            } else {
+                qms.push_back(random_quant(format, rows, cols, rng));
+                src = qms.back().src;
+            }
+            *c[i] = cpu.load_weight(src);
+            *g[i] = gpu->load_weight(src);
+        }
+    }
+    std::vector<int32_t> ids(t * k);
+    std::vector<float> w = randn(t * k);
+    for (int64_t i = 0; i < t; ++i) {
+        std::vector<int32_t> perm(experts);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int64_t j = 0; j < k; ++j) ids[i * k + j] = perm[j];
+    }
+    auto x = randn(t * hidden);
+    std::vector<float> ref(t * hidden);
+    cpu.moe_experts(host(x, {t, hidden}), Tensor(ids.data(), DType::I32, {t, k}), host(w, {t, k}),
+                    wc, host(ref, {t, hidden}));
+    gpu->reset_scratch();
+    Tensor out = poisoned(DType::F32, {t, hidden});
+    gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
+    EXPECT_LE(rel_err(fetch(out), ref), kF32Tol) << weight_format_name(format) << " t " << t;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, GpuExperts,
+    ::testing::Combine(::testing::Values(WeightFormat::Dense, WeightFormat::Fp8Block,
+                                         WeightFormat::Nvfp4, WeightFormat::Int4Group),
+                       ::testing::Values(1, 6, 45)));
+
+}  // namespace
+}  // namespace myriad::testing

@@ -1,0 +1,291 @@
+// myriad plan: GPU specs, weight bytes, reserves, KV capacity and the chosen layout, each figure
+// against numbers worked out by hand here from reference.md §1.8/§1.10/§2.2, and against the
+// safetensors headers of the golden checkpoints.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "format/safetensors.h"
+#include "model/model_config.h"
+#include "model/tensor_layout.h"
+#include "plan/gpu_spec.h"
+#include "plan/memory_plan.h"
+#include "plan/weight_inventory.h"
+#include "run_myriad.h"
+#include "util/error.h"
+
+namespace myriad::plan {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string config_dir(std::string_view name) {
+    return std::string(MYRIAD_SOURCE_DIR) + "/tests/data/configs/" + std::string(name);
+}
+
+std::string bad_input_message(auto&& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+}
+
+TEST(GpuSpec, SizesAndPresets) {
+    auto g = parse_gpu_spec("8x96GB");
+    ASSERT_EQ(g.size(), 8u);
+    EXPECT_EQ(g[0].bytes, 96'000'000'000ull);
+    g = parse_gpu_spec("4x141GiB");
+    ASSERT_EQ(g.size(), 4u);
+    EXPECT_EQ(g[3].bytes, 141ull << 30);
+    g = parse_gpu_spec("8xH200");
+    ASSERT_EQ(g.size(), 8u);
+    EXPECT_EQ(g[0].bytes, 143771ull * 1048576);  // nvidia-smi: 143771MiB
+    EXPECT_EQ(g[0].name, "H200");
+    g = parse_gpu_spec("2xh100, 1xrtx pro 6000,B200");
+    ASSERT_EQ(g.size(), 4u);
+    EXPECT_EQ(g[1].bytes, 81559ull * 1048576);
+    EXPECT_EQ(g[2].bytes, 97887ull * 1048576);
+    EXPECT_EQ(g[3].bytes, 183359ull * 1048576);
+    EXPECT_EQ(parse_gpu_spec("1.5TB")[0].bytes, 1'500'000'000'000ull);
+    EXPECT_EQ(parse_gpu_spec("80000MiB")[0].bytes, 80000ull << 20);
+}
+
+TEST(GpuSpec, BadSpecsNameTheFlag) {
+    for (const char* bad : {"8x96", "8xfoo", "0x96GB", "", "8x96GB,", "x96GB", "-1GB"}) {
+        const std::string msg = bad_input_message([&] { parse_gpu_spec(bad); });
+        EXPECT_NE(msg.find("--gpus"), std::string::npos) << bad << ": " << msg;
+    }
+}
+
+// Kimi-K2.5-NVFP4 by hand: routed experts NVFP4 (codes K/2 bytes per row, an e4m3 scale per 16
+// inputs, two F32 scalars per linear), everything else BF16, the router bias F32.
+struct KimiBytes {
+    static constexpr int64_t H = 7168, V = 163840, L = 61, heads = 64, q_lora = 1536, kv_lora = 512,
+                             rope = 64, qk = 192, v = 128, inter = 18432, moe = 2048, E = 384;
+    // Per GPU at TP = tp: Rows/Cols tensors divided, the rest whole.
+    static int64_t sharded(int64_t tp) {
+        int64_t s = 2 * V * H * 2;  // embed_tokens (rows) + lm_head (rows)
+        const int64_t attn = (heads * qk * q_lora + heads * (128 + v) * kv_lora + H * heads * v);
+        s += L * attn * 2;                                        // q_b, kv_b, o_proj
+        s += 3 * inter * H * 2;                                   // layer 0 dense MLP
+        const int64_t nvfp4_linear = moe * H / 2 + moe * H / 16;  // codes + block scales
+        s += (L - 1) * E * 3 * nvfp4_linear;                      // routed experts
+        s += (L - 1) * 3 * moe * H * 2;                           // shared expert (BF16)
+        return s / tp;
+    }
+    static int64_t replicated() {
+        int64_t r = H * 2;  // model.norm
+        r += L * (2 * H + q_lora * H + q_lora + (kv_lora + rope) * H + kv_lora) * 2;
+        r += (L - 1) * (E * H * 2 + E * 4);  // router weight (BF16) and bias (F32)
+        r += (L - 1) * E * 3 * 2 * 4;        // weight_scale_2 and input_scale of each expert linear
+        r += L * 4;                          // the FP8 KV cache's k_scale of each layer
+        return r;
+    }
+};
+
+TEST(PlanWeights, KimiK25Nvfp4ByHand) {
+    const ModelConfig c = load_model_config(config_dir("kimi-k2.5-nvfp4"));
+    const WeightInventory w = weights_from_config(c);
+    const int64_t total = KimiBytes::sharded(1) + KimiBytes::replicated();
+    EXPECT_EQ(w.total_bytes(), total);
+    EXPECT_GT(total, 593'000'000'000);  // "about 594 GB"
+    EXPECT_LT(total, 596'000'000'000);
+    for (int tp : {1, 2, 4, 8}) {
+        const GpuWeightBytes g = weight_bytes_per_gpu(w, c, tp, 1);
+        EXPECT_EQ(g.sharded, KimiBytes::sharded(tp)) << tp;
+        EXPECT_EQ(g.replicated, KimiBytes::replicated()) << tp;
+    }
+    // EP=8 with data-parallel attention: 48 whole experts per GPU, everything else on every GPU.
+    const GpuWeightBytes ep = weight_bytes_per_gpu(w, c, 1, 8);
+    const int64_t experts = 60 * KimiBytes::E * 3 * (2048 * 7168 / 2 + 2048 * 7168 / 16 + 8);
+    EXPECT_EQ(ep.sharded, experts / 8);
+    EXPECT_EQ(ep.total(), total - experts + experts / 8);
+    const auto kinds = w.bytes_by_kind();
+    EXPECT_EQ(kinds.at("nvfp4"), experts);
+}
+
+TEST(PlanKv, BytesPerTokenAndReserves) {
+    const ModelConfig c = load_model_config(config_dir("kimi-k2.5-nvfp4"));
+    // reference.md §1.6: 576 values per token per layer, x61 layers = 70,272 bytes in BF16.
+    EXPECT_EQ(kv_bytes_per_token(c, DType::BF16), 70272);
+    EXPECT_EQ(kv_bytes_per_token(c, DType::F8_E4M3), 35136);
+    PlanOptions o;
+    // 2 bytes * 8192 tokens * (3*7168 + 64/8*(192+128) + 576 + 2*max(18432, 8*2048)/8)
+    // + 4 bytes * 256 sequences * 163840/8 logits.
+    const int64_t act8 =
+        2 * 8192 * (3 * 7168 + 8 * 320 + 576 + 2 * 18432 / 8) + 4 * 256 * 163840 / 8;
+    EXPECT_EQ(activation_bytes(c, o, 8, 1), act8);
+    EXPECT_EQ(activation_bytes(c, o, 1, 8),
+              2 * 8192 * (3 * 7168 + 64 * 320 + 576 + 2 * 18432) + 4 * 256 * 163840);
+}
+
+struct Acceptance {
+    Plan plan;
+    const Layout& tp(int n) const {
+        for (const Layout& l : plan.layouts)
+            if (l.tp == n && l.ep == 1) return l;
+        throw std::runtime_error("no layout");
+    }
+};
+
+Acceptance plan_kimi(const std::string& gpus, KvCacheDtype kv = KvCacheDtype::Auto,
+                     int64_t context = 0, int64_t concurrency = 1) {
+    const ModelConfig c = load_model_config(config_dir("kimi-k2.5-nvfp4"));
+    PlanOptions o;
+    o.gpus = parse_gpu_spec(gpus);
+    o.kv_cache_dtype = kv;
+    o.context = context;
+    o.concurrency = concurrency;
+    return {make_plan(c, weights_from_config(c), o)};
+}
+
+TEST(PlanLayouts, KimiK25AcceptanceTp4AndTp8) {
+    const Acceptance a96 = plan_kimi("8x96GB"), a141 = plan_kimi("8x141GB"),
+                     a192 = plan_kimi("8x192GB");
+    EXPECT_FALSE(a96.tp(4).fits);
+    EXPECT_FALSE(a141.tp(4).fits);
+    EXPECT_TRUE(a192.tp(4).fits) << a192.tp(4).reason;
+    for (const Acceptance* a : {&a96, &a141, &a192}) {
+        EXPECT_TRUE(a->tp(8).fits) << a->tp(8).reason;
+        EXPECT_FALSE(a->tp(1).fits);
+        EXPECT_FALSE(a->tp(2).fits);
+    }
+    // The reason names the layout, what it needs and what the GPUs have.
+    const int64_t need4 = KimiBytes::sharded(4) + KimiBytes::replicated() +
+                          a96.tp(4).activation_bytes + 2 * (int64_t{1} << 30);
+    EXPECT_EQ(a96.tp(4).reason.find(fmt::format("TP=4 needs {:.1f} GB per GPU", need4 / 1e9)), 0u)
+        << a96.tp(4).reason;
+    EXPECT_NE(a96.tp(4).reason.find("the GPUs have 96.0 GB"), std::string::npos);
+    EXPECT_NE(a141.tp(4).reason.find("the GPUs have 141.0 GB"), std::string::npos);
+    // Fewest GPUs that fit: TP=4 on 192 GB cards, TP=8 (not EP=8) on the others.
+    ASSERT_TRUE(a192.plan.chosen && a96.plan.chosen && a141.plan.chosen);
+    EXPECT_EQ(a192.plan.layouts[*a192.plan.chosen].tp, 4);
+    EXPECT_EQ(a96.plan.layouts[*a96.plan.chosen].tp, 8);
+    EXPECT_EQ(a141.plan.layouts[*a141.plan.chosen].tp, 8);
+    EXPECT_EQ(a141.plan.layouts[*a141.plan.chosen].ep, 1);
+}
+
+TEST(PlanLayouts, KimiK25KvCapacityBf16AndFp8) {
+    for (KvCacheDtype kv : {KvCacheDtype::Bf16, KvCacheDtype::Fp8}) {
+        const Acceptance a = plan_kimi("8x96GB", kv, 32768, 4);
+        const Layout& l = a.tp(8);
+        const int64_t kv_token = 61 * 576 * (kv == KvCacheDtype::Bf16 ? 2 : 1);
+        EXPECT_EQ(l.kv_bytes_per_token, kv_token);
+        const int64_t free = 96'000'000'000 - KimiBytes::sharded(8) - KimiBytes::replicated() -
+                             l.activation_bytes - 2 * (int64_t{1} << 30);
+        EXPECT_EQ(l.free_bytes, free);
+        const int64_t tokens = free / kv_token / 64 * 64;
+        EXPECT_EQ(l.kv_capacity_tokens, tokens);
+        EXPECT_EQ(l.max_context, tokens / 4);
+        EXPECT_TRUE(l.fits) << l.reason;
+    }
+    // The checkpoint asks for an FP8 KV cache (kv_cache_scheme / kv_cache_quant_algo): auto = FP8.
+    EXPECT_EQ(plan_kimi("8x96GB").plan.kv_dtype, DType::F8_E4M3);
+    // A whole 262,144-token sequence in BF16 does not fit in what TP=8 leaves on 96 GB cards.
+    const Acceptance bf16 = plan_kimi("8x96GB", KvCacheDtype::Bf16);
+    EXPECT_FALSE(bf16.tp(8).fits);
+    EXPECT_NE(bf16.tp(8).reason.find("--kv-cache-dtype fp8"), std::string::npos)
+        << bf16.tp(8).reason;
+}
+
+TEST(PlanLayouts, TooFewGpusAndIndivisibleTp) {
+    const Acceptance a = plan_kimi("4xH200");
+    EXPECT_FALSE(a.tp(8).fits);
+    EXPECT_EQ(a.tp(8).reason, "TP=8 needs 8 GPUs; 4 given");
+    EXPECT_FALSE(a.plan.chosen.has_value());  // TP=4 needs ~152 GB, an H200 has 150.8 GB
+
+    // The golden v3 model has 4 heads: TP=8 cannot split them.
+    const ModelConfig c =
+        load_model_config(std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/v3_grouped_yarn");
+    PlanOptions o;
+    o.gpus = parse_gpu_spec("8x80GB");
+    const Plan p = make_plan(c, weights_from_config(c), o);
+    for (const Layout& l : p.layouts) {
+        if (l.tp == 8) {
+            EXPECT_FALSE(l.fits);
+            EXPECT_NE(l.reason.find("num_attention_heads"), std::string::npos) << l.reason;
+        }
+    }
+    ASSERT_TRUE(p.chosen);
+    EXPECT_EQ(p.layouts[*p.chosen].gpus, 1);
+}
+
+// Every golden checkpoint: the config's prediction equals the sum of its safetensors headers
+// (less the vision tower the text model skips), tensor by tensor.
+TEST(PlanWeights, GoldenCheckpointsMatchTheirHeaders) {
+    int checked = 0;
+    for (const char* root : {"/tests/goldens", "/tests/goldens_quant"}) {
+        for (const auto& dir : fs::directory_iterator(std::string(MYRIAD_SOURCE_DIR) + root)) {
+            if (!fs::exists(dir.path() / "config.json")) continue;
+            const ModelConfig c = load_model_config(dir.path().string());
+            std::vector<TensorInfo> tensors;
+            int64_t header_sum = 0, skipped = 0;
+            for (const auto& f : fs::directory_iterator(dir.path())) {
+                const std::string name = f.path().filename().string();
+                if (!name.starts_with("model") || f.path().extension() != ".safetensors") continue;
+                SafetensorsFile file(f.path().string());
+                for (const TensorInfo& t : file.tensors()) {
+                    tensors.push_back(t);
+                    const std::string_view n =
+                        std::string_view(t.name).starts_with("language_model.")
+                            ? std::string_view(t.name).substr(15)
+                            : std::string_view(t.name);
+                    (is_ignored_tensor(c, n) ? skipped : header_sum) +=
+                        static_cast<int64_t>(t.end - t.begin);
+                }
+            }
+            ASSERT_FALSE(tensors.empty()) << dir.path();
+            const WeightInventory h = weights_from_headers(c, tensors);
+            EXPECT_EQ(h.total_bytes(), header_sum) << dir.path();
+            EXPECT_EQ(h.skipped_bytes, skipped) << dir.path();
+            EXPECT_TRUE(h.missing.empty()) << dir.path() << ": " << h.missing.front();
+            EXPECT_EQ(weights_from_config(c).total_bytes(), header_sum) << dir.path();
+            ++checked;
+        }
+    }
+    EXPECT_GE(checked, 10);
+}
+
+TEST(PlanCli, JsonShapeAndGpusAuto) {
+    const std::string model = config_dir("kimi-k2.5-nvfp4");
+    auto r = testing::run_myriad("plan " + model + " --gpus 8x96GB --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j["layouts"].is_array());
+    bool saw_tp4 = false;
+    for (const auto& l : j["layouts"]) {
+        for (const char* k : {"gpus", "tp", "ep", "fits", "weight_bytes_per_gpu",
+                              "kv_bytes_per_token", "kv_capacity_tokens"})
+            EXPECT_TRUE(l.contains(k)) << k;
+        if (l["tp"] == 4 && l["ep"] == 1) {
+            saw_tp4 = true;
+            EXPECT_FALSE(l["fits"].get<bool>());
+            EXPECT_NE(l["reason"].get<std::string>().find("the GPUs have 96.0 GB"),
+                      std::string::npos);
+            EXPECT_EQ(l["weight_bytes_per_gpu"].get<int64_t>(),
+                      KimiBytes::sharded(4) + KimiBytes::replicated());
+        }
+    }
+    EXPECT_TRUE(saw_tp4);
+    EXPECT_EQ(j["chosen"]["gpus"], 8);
+    EXPECT_EQ(j["chosen"]["tp"], 8);
+    EXPECT_EQ(j["chosen"]["kv_bytes_per_token"], 35136);
+    // Without NVML, --gpus auto says so and exits 2.
+    r = testing::run_myriad("plan " + model +
+                            " --gpus auto 2>&1 >/dev/null; MYRIAD_NVML_LIBRARY="
+                            "/nonexistent/libnvidia-ml.so.1 " +
+                            std::string(MYRIAD_BINARY) + " plan " + model + " --gpus auto");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("/nonexistent/libnvidia-ml.so.1 could not be loaded"), std::string::npos)
+        << r.err;
+    r = testing::run_myriad("plan " + model + " --gpus 8xQ9000");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace myriad::plan

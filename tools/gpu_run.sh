@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# On an offline GPU host: unpack .gpu-bundle (tools/gpu_bundle.sh) into a prefix, configure and
+# build the GPU tests and myriad with CUDA, run the GPU tests (ctest -L gpu) and a short
+# benchmark, and write logs and a summary under $OUT (default .gpu-out).
+#   bash tools/gpu_run.sh [ctest -R regex]
+# GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
+# for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+OUT=${OUT:-$root/.gpu-out}
+mkdir -p "$OUT"
+bundle=$root/.gpu-bundle
+prefix=$bundle/prefix
+lib=$prefix/usr/lib/x86_64-linux-gnu
+rm -rf "$prefix" && mkdir -p "$prefix"
+for deb in "$bundle"/deb/*.deb; do
+    case $(basename "$deb") in
+        libgtest-dev_*) [ -e /usr/lib/x86_64-linux-gnu/libgtest.a ] && continue ;;
+        pkgconf*|libpkgconf*) command -v pkg-config >/dev/null && continue ;;
+    esac
+    dpkg -x "$deb" "$prefix"
+done
+if ! pkg-config --exists icu-uc 2>/dev/null && [ -e "$bundle/icu-headers.tar.xz" ]; then
+    tar -C "$prefix" -xJf "$bundle/icu-headers.tar.xz"
+fi
+export LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}
+if ! command -v pkg-config >/dev/null; then
+    export PKG_CONFIG=$prefix/usr/bin/pkgconf
+    ln -sf pkgconf "$prefix/usr/bin/pkg-config"
+    export PATH=$prefix/usr/bin:$PATH
+fi
+sed -i "s|^prefix=/usr|prefix=$prefix/usr|; s|^includedir=/usr/include|includedir=$prefix/usr/include|" \
+    "$lib"/pkgconfig/*.pc
+# Debian's httplib.pc asks for openssl/zlib/brotli development files the host may not have: the
+# header's inline code calls them, so the host's runtimes are linked by file name instead.
+cat > "$lib/pkgconfig/cpp-httplib.pc" <<PC
+Name: cpp-httplib
+Description: cpp-httplib from the bundle
+Version: 0.11.4
+Libs: -L$lib -lcpp-httplib -l:libssl.so.3 -l:libcrypto.so.3 -l:libz.so.1 -l:libbrotlidec.so.1 -l:libbrotlienc.so.1
+Cflags: -I$prefix/usr/include -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
+PC
+# libcurl and libcrypto: the host has the runtimes (libcurl.so.4, libcrypto.so.3); the bundle's
+# libcurl.so link dangles there and its libcurl.a does not link, so the runtimes are named.
+rm -f "$lib/libcurl.a" "$lib/libcurl.so"
+cat > "$lib/pkgconfig/libcurl.pc" <<PC
+Name: libcurl
+Description: host libcurl with bundled headers
+Version: 7.88.1
+Libs: -l:libcurl.so.4
+Cflags: -I$prefix/usr/include/x86_64-linux-gnu
+PC
+if ! pkg-config --exists libcrypto 2>/dev/null; then
+    cat > "$lib/pkgconfig/libcrypto.pc" <<PC
+Name: libcrypto
+Description: host OpenSSL libcrypto
+Version: 3.0.0
+Libs: -l:libcrypto.so.3
+Cflags:
+PC
+fi
+# ICU: the host has the runtime only. The bundle's headers are another version; ICU renames its
+# symbols by version (u_foo_72), so the headers are pointed at the host's suffix and the host's
+# libraries are linked by name.
+if [ -e "$prefix/usr/include/unicode/uvernum.h" ]; then
+    v=$(ls /usr/lib/x86_64-linux-gnu/libicuuc.so.* 2>/dev/null | sed -n 's/.*libicuuc\.so\.\([0-9][0-9]*\)$/\1/p' | head -1)
+    sed -i "s/^#define U_ICU_VERSION_SUFFIX _[0-9]*/#define U_ICU_VERSION_SUFFIX _$v/" \
+        "$prefix/usr/include/unicode/uvernum.h"
+    rm -f "$lib"/pkgconfig/icu-*.pc
+    cat > "$lib/pkgconfig/icu-uc.pc" <<PC
+Name: icu-uc
+Description: host ICU $v with bundled headers
+Version: $v
+Libs: -l:libicuuc.so.$v -l:libicudata.so.$v
+Cflags: -I$prefix/usr/include
+PC
+    echo "gpu_run: ICU headers from the bundle against the host's ICU $v"
+fi
+export PKG_CONFIG_PATH=$lib/pkgconfig
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+
+start=$(date +%s)
+# gcc 13's -Wdangling-reference misfires on functions returning a reference to a member of an
+# argument (seen in src/model/gguf_weights.cpp); CI's gcc 12 has no such warning.
+extra=""
+if g++ -Wno-dangling-reference -x c++ -c -o /dev/null /dev/null 2>/dev/null; then
+    extra="-Wno-dangling-reference"
+fi
+# -O3 (Release) makes gcc's -Wrestrict misfire inside std::string (seen with gcc 12).
+extra="$extra -Wno-restrict"
+rm -f build-gpu/CMakeCache.txt  # pkg-config results are cached; the prefix is rebuilt each run
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYRIAD_CUDA=ON \
+    -DCMAKE_CXX_FLAGS="$extra" -DCMAKE_PREFIX_PATH="$prefix/usr" >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
+cuda_start=$(date +%s)
+ninja -C build-gpu -j"$(nproc)" myriad_ops_cuda >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+echo "gpu_run: CUDA library built in $(( $(date +%s) - cuda_start )) s"
+ninja -C build-gpu -j"$(nproc)" myriad_gpu_tests >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
+echo "gpu_run: GPU tests built after $(( $(date +%s) - start )) s"
+ninja -C build-gpu -j"$(nproc)" myriad >>"$OUT/build.log" 2>&1 && have_myriad=1 || {
+    have_myriad=0; echo "gpu_run: myriad (with the server) did not build; see build.log"; }
+
+MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu ${1:+-R "$1"} --output-on-failure -j 8 --timeout 300 \
+    >"$OUT/ctest.log" 2>&1
+rc=$?
+grep -E "tests passed|Failed|\*\*\*|Total Test" "$OUT/ctest.log" | tail -40
+# The whole-model tests again without CUDA graphs (every decode step op by op).
+MYRIAD_CUDA_GRAPHS=0 MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu -R "Golden|KvCache|Graphs" \
+    --output-on-failure -j 8 --timeout 300 >"$OUT/ctest_nographs.log" 2>&1 || rc=1
+echo "without graphs: $(grep -E "tests passed" "$OUT/ctest_nographs.log")"
+build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^graphs|FAILED|OK \]" | tee "$OUT/graphs.txt"
+# The whole-model lines (error and greedy agreement per checkpoint).
+[ "${GPU_MODELS:-1}" = 1 ] && MYRIAD_CUDA_SYNC=1 build-gpu/tests/myriad_gpu_tests \
+    --gtest_filter='*Golden*:*KvCache*' 2>&1 | grep -E "worst|FAILED" | tee "$OUT/models.txt"
+if [ "$have_myriad" = 1 ]; then
+    ./build-gpu/myriad generate models/myriad-tiny --device cuda --prompt-ids 1,2,3 --max-tokens 8 \
+        --ids 2>&1 | tail -3 | tee "$OUT/generate.txt"
+    ./build-gpu/myriad bench-model models/myriad-tiny --device cuda --batch 1,8,32 2>&1 | tail -6 \
+        | tee "$OUT/bench.txt"
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/gpu.txt"
+    default_bench="--random moonlight --format nvfp4;--random moonlight --format bf16 --batch 1,64"
+    default_bench="$default_bench;--random kimi-k2 --layers 4 --format nvfp4 --batch 1,8,64"
+    IFS=';' read -ra runs <<<"${GPU_BENCH-$default_bench}"
+    for spec in "${runs[@]}"; do  # leading NAME=value words set the run's environment
+        envs=() args=()
+        for w in $spec; do
+            if [ ${#args[@]} -eq 0 ] && [[ $w == [A-Z]*=* ]]; then envs+=("$w"); else args+=("$w"); fi
+        done
+        echo "== ${envs[*]} bench-model ${args[*]}" | tee -a "$OUT/bench.txt"
+        timeout "${GPU_BENCH_TIMEOUT:-150}" env "${envs[@]}" ./build-gpu/myriad bench-model \
+            "${args[@]}" --device cuda 2>&1 | tail -12 | tee -a "$OUT/bench.txt"
+    done
+fi
+exit $rc
