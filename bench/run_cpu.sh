@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build}/myriad
 echo "# $(date -u +%F) $(uname -m), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-for model in models/myriad-tiny tests/goldens/kimi_k2; do
+for model in models/myriad-tiny build/goldens/kimi_k2; do
     echo "## bench-model $model"
     $bin -q bench-model $model --batch 1,4,16 --prompt-len 128 --decode-steps 32
     for c in 1 4 16; do

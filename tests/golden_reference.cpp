@@ -10,7 +10,7 @@ const char* const kGoldenModels[6] = {"v3_grouped_yarn",     "moonlight_plain", 
                                       "v2lite_yarn_noqlora", "kimi_k2",         "kimi_k25"};
 
 std::string golden_dir(const std::string& name) {
-    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/" + name;
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/" + name;
 }
 
 GoldenReference load_golden_reference(const std::string& name) {

@@ -131,7 +131,7 @@ TEST(KvCacheDtype, ParsesTheFlagAndFollowsTheCheckpoint) {
         EXPECT_NE(std::string(e.what()).find("--kv-cache-dtype int8"), std::string::npos);
     }
     const std::string fp8_kv =
-        std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/nvfp4_all_linear";
+        std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/nvfp4_all_linear";
     ModelConfig c = load_model_config(fp8_kv);
     std::string note;
     EXPECT_EQ(resolve_kv_cache_dtype(KvCacheDtype::Auto, c, &note), DType::F8_E4M3);
@@ -141,7 +141,7 @@ TEST(KvCacheDtype, ParsesTheFlagAndFollowsTheCheckpoint) {
     ASSERT_EQ(scales.size(), 2u);
     EXPECT_EQ(scales[0], 0.02f);
     ModelConfig plain =
-        load_model_config(std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/kimi_k2");
+        load_model_config(std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/kimi_k2");
     note.clear();
     EXPECT_EQ(resolve_kv_cache_dtype(KvCacheDtype::Auto, plain, &note), DType::F32);
     EXPECT_TRUE(note.empty());

@@ -200,7 +200,7 @@ TEST(PlanLayouts, TooFewGpusAndIndivisibleTp) {
 
     // The golden v3 model has 4 heads: TP=8 cannot split them.
     const ModelConfig c =
-        load_model_config(std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/v3_grouped_yarn");
+        load_model_config(std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/v3_grouped_yarn");
     PlanOptions o;
     o.gpus = parse_gpu_spec("8x80GB");
     const Plan p = make_plan(c, weights_from_config(c), o);
@@ -218,8 +218,8 @@ TEST(PlanLayouts, TooFewGpusAndIndivisibleTp) {
 // (less the vision tower the text model skips), tensor by tensor.
 TEST(PlanWeights, GoldenCheckpointsMatchTheirHeaders) {
     int checked = 0;
-    for (const char* root : {"/tests/goldens", "/tests/goldens_quant"}) {
-        for (const auto& dir : fs::directory_iterator(std::string(MYRIAD_SOURCE_DIR) + root)) {
+    for (const char* root : {"/goldens", "/goldens_quant"}) {
+        for (const auto& dir : fs::directory_iterator(std::string(MYRIAD_GOLDENS_ROOT) + root)) {
             if (!fs::exists(dir.path() / "config.json")) continue;
             const ModelConfig c = load_model_config(dir.path().string());
             std::vector<TensorInfo> tensors;

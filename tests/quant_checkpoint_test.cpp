@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 Result myriad(const std::string& args) { return run_myriad(args); }
 
 std::string golden(const std::string& name) {
-    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/" + name;
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/" + name;
 }
 
 // A copy of golden `name` in `dir` whose model.safetensors went through `edit`.

@@ -16,7 +16,7 @@ constexpr double kTol = 1e-3;
 const char* const kQuantModels[] = {"nvfp4_experts", "nvfp4_all_linear", "fp8_block", "int4_kimi"};
 
 std::string quant_dir(const std::string& name) {
-    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/" + name;
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/" + name;
 }
 
 // The goldens' references keep the latent cache exact: F32 storage even where the checkpoint

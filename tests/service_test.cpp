@@ -54,7 +54,7 @@ TEST(SystemdUnit, Quoting) {
 }
 
 std::string golden(const char* name) {
-    return std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens/" + name;
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/" + name;
 }
 
 TEST(ServiceInstall, DryRunPrintsTheUnit) {

@@ -161,7 +161,7 @@ class GpuQuantGolden : public ::testing::TestWithParam<std::tuple<const char*, b
 
 TEST_P(GpuQuantGolden, MatchesCpu) {
     const auto [name, exact] = GetParam();
-    const std::string dir = std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/" + name;
+    const std::string dir = std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/" + name;
     GoldenReference ref = load_reference_in(dir);
     std::vector<int32_t> dec(ref.p[0].generated.begin(), ref.p[0].generated.begin() + 8);
     check_model(dir, ref.p[0].ids, dec, KvCacheDtype::Fp32, exact);
@@ -193,7 +193,7 @@ TEST(GpuGraphs, BatchedDecodeReplaysMatchCpu) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
     ExactMode exact(true);
-    const std::string dir = std::string(MYRIAD_SOURCE_DIR) + "/tests/goldens_quant/nvfp4_experts";
+    const std::string dir = std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/nvfp4_experts";
     GoldenReference ref = load_reference_in(dir);
     const std::vector<int32_t>& prompt = ref.p[0].ids;
     auto cpu = load_on(dir, Device::Cpu, KvCacheDtype::Bf16);

@@ -26,7 +26,8 @@ from mock_hub import COMMIT, MockHub  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("MYRIAD_BINARY", os.path.join(REPO, "build", "myriad"))
-GOLDEN = os.path.join(REPO, "tests", "goldens", "kimi_k2")
+# A golden checkpoint as the build unpacks it (tests/CMakeLists.txt), beside the executable.
+GOLDEN = os.path.join(os.path.dirname(BINARY), "goldens", "kimi_k2")
 REPO_ID = "acme/kimi-tiny"
 
 
