@@ -5,7 +5,9 @@
 
 #include <filesystem>
 
+#include "format/gguf.h"
 #include "format/safetensors.h"
+#include "model/gguf_config.h"
 #include "model/model_config.h"
 #include "model/tensor_layout.h"
 #include "plan/gpu_spec.h"
@@ -287,5 +289,36 @@ TEST(PlanCli, JsonShapeAndGpusAuto) {
     EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
 }
 
-}  // namespace
 }  // namespace myriad::plan
+
+// A GGUF model (its splits together): every GGUF tensor the forward pass reads counts once, at
+// its stored size; kv_b_proj, rebuilt from attn_k_b and attn_v_b, counts at BF16 size.
+TEST(PlanWeights, GgufTensorsCountAtTheirStoredSize) {
+    for (const char* file : {"/q8_0_split/tiny-Q8_0-00001-of-00003.gguf", "/q4_k_m/tiny-Q4_K_M.gguf"}) {
+        const std::string path = std::string(MYRIAD_GGUF_GOLDENS_DIR) + file;
+        const auto gguf = GgufModel::open(path);
+        const ModelConfig c = gguf_model_config(*gguf);
+        const plan::WeightInventory inv = plan::weights_from_gguf(c, *gguf);
+        int64_t stored = 0, gguf_entries = 0, kv_b = 0;
+        for (const GgufTensorInfo* t : gguf->tensors()) {
+            const bool kv_b_part = t->name.find(".attn_k_b.") != std::string::npos ||
+                                   t->name.find(".attn_v_b.") != std::string::npos ||
+                                   t->name.find(".attn_kv_b.") != std::string::npos;
+            if (!kv_b_part) stored += static_cast<int64_t>(t->nbytes);
+        }
+        for (const auto& e : inv.entries) {
+            if (e.kind.starts_with("gguf ")) gguf_entries += e.bytes;
+            if (e.name.ends_with("kv_b_proj.weight")) kv_b += e.bytes;
+        }
+        EXPECT_EQ(gguf_entries, stored) << path;
+        EXPECT_EQ(kv_b, c.num_hidden_layers * c.num_attention_heads *
+                            (c.qk_nope_head_dim + c.v_head_dim) * c.kv_lora_rank * 2)
+            << path;
+        EXPECT_TRUE(inv.missing.empty()) << path;
+        auto r = testing::run_myriad("plan " + path + " --gpus 1x80GB --json");
+        ASSERT_EQ(r.status, 0) << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["chosen"]["gpus"], 1);
+    }
+}
+}  // namespace

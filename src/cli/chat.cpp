@@ -37,12 +37,8 @@ struct ChatArgs {
     std::string system;
     std::string chat_template;
     int64_t max_tokens = 1024;
-    double temperature = 0, top_p = 1, min_p = 0;
-    int64_t top_k = 0;
-    int64_t seed = -1;
+    SamplingFlags sampling;
     int64_t max_model_len = 0;
-    CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
-                *min_p_opt = nullptr;
 };
 
 const char* const kHelp =
@@ -159,15 +155,8 @@ int run_chat(ChatArgs& a) {
     Engine& engine = *model.engine;
     engine.start();
 
-    SamplingParams p;
-    p.temperature = a.temperature;
-    p.top_p = a.top_p;
-    p.top_k = a.top_k;
-    p.min_p = a.min_p;
-    p = engine.with_defaults(p, a.temperature_opt->count() > 0, a.top_p_opt->count() > 0,
-                             a.top_k_opt->count() > 0, a.min_p_opt->count() > 0, false);
+    SamplingParams p = a.sampling.resolve(engine);
     p.max_tokens = a.max_tokens;
-    if (a.seed >= 0) p.seed = static_cast<uint64_t>(a.seed);
 
     const bool tty_in = isatty(STDIN_FILENO), color = isatty(STDOUT_FILENO);
     struct sigaction sa = {};
@@ -240,12 +229,7 @@ Run add_chat(CLI::App& app) {
     app.add_option("--max-tokens", a->max_tokens, "tokens per reply at most (default 1024)");
     app.add_option("--max-model-len", a->max_model_len,
                    "context length (default: the model's, at most 8192)");
-    a->temperature_opt = app.add_option("--temperature", a->temperature,
-                                        "0 = greedy (default: generation_config.json, else 0)");
-    a->top_p_opt = app.add_option("--top-p", a->top_p, "nucleus sampling mass");
-    a->top_k_opt = app.add_option("--top-k", a->top_k, "sample among the k best (0 = off)");
-    a->min_p_opt = app.add_option("--min-p", a->min_p, "drop tokens below min_p * best");
-    app.add_option("--seed", a->seed, "random seed");
+    add_sampling_flags(app, a->sampling, 0.0);
     add_engine_flags(app, a->engine);
     return [a] { return run_chat(*a); };
 }

@@ -69,4 +69,28 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     return m;
 }
 
+void add_sampling_flags(CLI::App& app, SamplingFlags& f, double fallback_temperature,
+                        const char* seed_help) {
+    f.temperature = fallback_temperature;
+    f.temperature_opt = app.add_option(
+        "--temperature", f.temperature,
+        fmt::format("0 = greedy (default: generation_config.json, else {})", fallback_temperature));
+    f.top_p_opt = app.add_option("--top-p", f.top_p, "nucleus sampling mass (default 1)");
+    f.top_k_opt = app.add_option("--top-k", f.top_k, "sample among the k best (0 = off)");
+    f.min_p_opt = app.add_option("--min-p", f.min_p, "drop tokens below min_p * best");
+    app.add_option("--seed", f.seed, seed_help);
+}
+
+SamplingParams SamplingFlags::resolve(const Engine& engine) const {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_p = top_p;
+    p.top_k = top_k;
+    p.min_p = min_p;
+    p = engine.with_defaults(p, temperature_opt->count() > 0, top_p_opt->count() > 0,
+                             top_k_opt->count() > 0, min_p_opt->count() > 0, false);
+    if (seed >= 0) p.seed = static_cast<uint64_t>(seed);
+    return p;
+}
+
 }  // namespace myriad::cli

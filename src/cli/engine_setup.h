@@ -32,6 +32,20 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
 void check_engine_flags(const EngineFlags& flags);
 
+// --temperature, --top-p, --top-k, --min-p, --seed; what is not given comes from the model's
+// generation_config.json, else `fallback_temperature` (and no truncation).
+struct SamplingFlags {
+    double temperature = 1, top_p = 1, min_p = 0;
+    int64_t top_k = 0;
+    int64_t seed = -1;
+    CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
+                *min_p_opt = nullptr;
+    SamplingParams resolve(const Engine& engine) const;
+};
+
+void add_sampling_flags(CLI::App& app, SamplingFlags& flags, double fallback_temperature,
+                        const char* seed_help = "random seed");
+
 struct LoadedEngine {
     std::string dir;
     ModelConfig config;

@@ -49,16 +49,12 @@ struct GenerateArgs {
     std::string prompt_text;  // --prompt: encoded as is
     std::string chat_text;    // --chat: one user message through the chat template
     int64_t max_tokens = 16;
-    double temperature = 1.0, top_p = 1.0, min_p = 0.0;
-    int64_t top_k = 0;
-    int64_t seed = -1;
+    SamplingFlags sampling;
     int64_t n = 1;
     EngineFlags engine;
     bool ids = false;
     bool ignore_eos = false;
     int64_t concurrency = 0, requests = 0, input_len = 128, shared_prefix = 0;
-    CLI::Option *temperature_opt = nullptr, *top_p_opt = nullptr, *top_k_opt = nullptr,
-                *min_p_opt = nullptr;
 };
 
 std::string join_ids(const std::vector<TokenId>& ids) {
@@ -160,16 +156,9 @@ int run_generate(GenerateArgs& a) {
     LoadedEngine model = load_engine(dir, a.engine, sizing);
     Engine& engine = *model.engine;
 
-    SamplingParams p;
-    p.temperature = a.temperature;
-    p.top_p = a.top_p;
-    p.top_k = a.top_k;
-    p.min_p = a.min_p;
-    p = engine.with_defaults(p, a.temperature_opt->count() > 0, a.top_p_opt->count() > 0,
-                             a.top_k_opt->count() > 0, a.min_p_opt->count() > 0, false);
+    SamplingParams p = a.sampling.resolve(engine);
     p.max_tokens = a.max_tokens;
     p.ignore_eos = a.ignore_eos || bench;
-    if (a.seed >= 0) p.seed = static_cast<uint64_t>(a.seed);
     if (bench) return run_concurrency(a, engine, p, prompt, config.vocab_size);
 
     std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -207,12 +196,7 @@ Run add_generate(CLI::App& app) {
     app.add_option("--prompt", a->prompt_text, "prompt text, encoded without BOS");
     app.add_option("--chat", a->chat_text, "one user message, rendered by the chat template");
     app.add_option("--max-tokens", a->max_tokens, "tokens to generate at most (default 16)");
-    a->temperature_opt = app.add_option("--temperature", a->temperature,
-                                        "0 = greedy (default: generation_config.json, else 1)");
-    a->top_p_opt = app.add_option("--top-p", a->top_p, "nucleus sampling mass (default 1)");
-    a->top_k_opt = app.add_option("--top-k", a->top_k, "sample among the k best (0 = off)");
-    a->min_p_opt = app.add_option("--min-p", a->min_p, "drop tokens below min_p * best");
-    app.add_option("--seed", a->seed, "random seed (sequence i of -n uses seed + i)");
+    add_sampling_flags(app, a->sampling, 1.0, "random seed (sequence i of -n uses seed + i)");
     app.add_option("-n", a->n, "sequences from the prompt, in one batch, one line each");
     app.add_flag("--ignore-eos", a->ignore_eos, "do not stop at the model's stop tokens");
     add_engine_flags(app, a->engine);

@@ -5,9 +5,11 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "format/gguf.h"
 #include "format/json_file.h"
 #include "format/safetensors.h"
 #include "hub/hf_cache.h"
+#include "model/gguf_config.h"
 #include "util/error.h"
 
 namespace myriad::cli {
@@ -70,11 +72,14 @@ bool looks_like_repo_id(const std::string& model) {
 }
 
 PlanModel load_plan_model(const std::string& model) {
-    if (model.ends_with(".gguf"))
-        bad_input(
-            "{}: plan reads safetensors checkpoints (config.json and headers); GGUF files "
-            "are not planned yet",
-            model);
+    if (model.ends_with(".gguf")) {
+        const auto gguf = GgufModel::open(model);
+        PlanModel m;
+        m.name = model;
+        m.config = gguf_model_config(*gguf);
+        m.weights = plan::weights_from_gguf(m.config, *gguf);
+        return m;
+    }
     std::string path = resolve_model(model);
     fs::path p(path);
     if (fs::is_regular_file(p) && p.extension() == ".json") p = p.parent_path();

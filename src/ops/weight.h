@@ -45,6 +45,10 @@ struct QuantizedData {
     size_t bytes = 0;  // codes + scales held by this shard
 };
 
+// One scale of a quantised weight's scale tensor, at (row, col) of the scale grid, as float; the
+// scales may sit unaligned in the checkpoint's mapping.
+float quant_scale(const QuantizedData& q, int64_t row, int64_t col);
+
 struct Weight {
     WeightFormat format = WeightFormat::Dense;
     int64_t rows = 0, cols = 0;

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
+#include "format/gguf_quants.h"
+#include "model/gguf_weights.h"
 #include "model/linear_format.h"
 
 namespace myriad::plan {
@@ -113,6 +116,25 @@ WeightInventory weights_from_headers(const ModelConfig& c, const std::vector<Ten
     }
     for (const auto& e : predicted.entries)
         if (!seen.contains(e.name)) inv.missing.push_back(e.name);
+    return inv;
+}
+
+WeightInventory weights_from_gguf(const ModelConfig& c, const GgufModel& m) {
+    WeightInventory inv;
+    inv.source = "GGUF tensor infos";
+    for (const ExpectedTensor& t : expected_tensors(c)) {
+        const bool expert = is_routed_expert(t.name);
+        const GgufTensorRef ref = gguf_tensor_for(t.name);
+        const GgufTensorInfo* g = ref.name.empty() ? nullptr : m.tensor(ref.name);
+        if (!g) {  // kv_b_proj (two GGUF tensors, rebuilt), or a tensor the file lacks
+            if (!ref.name.empty()) inv.missing.push_back(ref.name);
+            inv.entries.push_back({t.name, numel(t.shape) * 2, t.shard, expert, "BF16"});
+            continue;
+        }
+        const int64_t bytes = static_cast<int64_t>(g->nbytes) /
+                              (ref.expert >= 0 ? std::max<int64_t>(1, c.n_routed_experts) : 1);
+        inv.entries.push_back({t.name, bytes, t.shard, expert, "gguf " + gguf_type_name(g->type)});
+    }
     return inv;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf.h"
 #include "format/safetensors.h"
 #include "model/model_config.h"
 #include "model/tensor_layout.h"
@@ -44,6 +45,12 @@ WeightInventory weights_from_config(const ModelConfig& config);
 // entry of every shard.
 WeightInventory weights_from_headers(const ModelConfig& config,
                                      const std::vector<TensorInfo>& tensors);
+
+// The tensors of a GGUF model (all its splits) as the forward pass reads them: each of our
+// tensors with the bytes of its GGUF tensor (a routed expert: its slice of the 3-D expert
+// tensor), kind "gguf Q4_K" etc.; kv_b_proj, which myriad rebuilds from attn_k_b and attn_v_b, at
+// BF16 size.
+WeightInventory weights_from_gguf(const ModelConfig& config, const GgufModel& model);
 
 // Bytes one GPU holds. TP layouts (ep == 1) split Rows/Cols tensors, routed experts included, in
 // `tp` parts; EP layouts (tp == 1, ep > 1: data-parallel attention) keep every non-expert tensor

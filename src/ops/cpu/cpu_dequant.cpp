@@ -24,32 +24,6 @@ const std::array<float, 256>& e4m3_table() {
     return table;
 }
 
-// One scale of a scale tensor that may be unaligned in the mapping.
-float scale_at(const QuantizedData& q, int64_t row, int64_t col) {
-    const uint8_t* p = q.scales + (row * q.scale_row_stride + col) * dtype_size(q.scale_dtype);
-    switch (q.scale_dtype) {
-        case DType::F32: {
-            float f;
-            std::memcpy(&f, p, 4);
-            return f;
-        }
-        case DType::BF16: {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            return bf16_to_f32(v);
-        }
-        case DType::F16: {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            return f16_to_f32(v);
-        }
-        case DType::F8_E4M3:
-            return e4m3_table()[*p];
-        default:
-            internal_error("scale dtype {} is not a float type", dtype_name(q.scale_dtype));
-    }
-}
-
 void fp8_block_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, float* out) {
     const auto& lut = e4m3_table();
     const uint8_t* codes = q.codes + row * q.code_row_bytes;
@@ -57,7 +31,7 @@ void fp8_block_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, f
     for (int64_t c = c0, end = c0 + n; c < end;) {
         const int64_t block = c / q.block_cols;
         const int64_t stop = std::min(end, (block + 1) * q.block_cols);
-        const float s = scale_at(q, srow, block);
+        const float s = quant_scale(q, srow, block);
         for (; c < stop; ++c) out[c - c0] = lut[codes[c]] * s;
     }
 }
@@ -67,7 +41,7 @@ void nvfp4_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, float
     for (int64_t c = c0, end = c0 + n; c < end;) {
         const int64_t block = c / q.block_cols;
         const int64_t stop = std::min(end, (block + 1) * q.block_cols);
-        const float s = scale_at(q, row, block);
+        const float s = quant_scale(q, row, block);
         for (; c < stop; ++c) {
             const uint8_t byte = codes[c / 2];
             const uint8_t code = (c & 1) ? (byte >> 4) : (byte & 0x0f);  // element 2j: low nibble
@@ -81,7 +55,7 @@ void int4_row(const QuantizedData& q, int64_t row, int64_t c0, int64_t n, float*
     for (int64_t c = c0, end = c0 + n; c < end;) {
         const int64_t group = c / q.block_cols;
         const int64_t stop = std::min(end, (group + 1) * q.block_cols);
-        const float s = scale_at(q, row, group);
+        const float s = quant_scale(q, row, group);
         for (; c < stop; ++c) {
             uint32_t word;  // element 8j + i: bits 4i..4i+3 of int32 j (little-endian)
             std::memcpy(&word, codes + (c / 8) * 4, 4);

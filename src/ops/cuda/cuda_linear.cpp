@@ -17,31 +17,6 @@ namespace {
 // Elements of a weight tile expanded to BF16 for cuBLASLt (64 MiB).
 constexpr int64_t kTileElems = int64_t{32} << 20;
 
-float scale_value(const QuantizedData& q, int64_t row, int64_t col) {
-    const uint8_t* p = q.scales + (row * q.scale_row_stride + col) * dtype_size(q.scale_dtype);
-    switch (q.scale_dtype) {
-        case DType::F32: {
-            float f;
-            std::memcpy(&f, p, 4);
-            return f;
-        }
-        case DType::BF16: {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            return bf16_to_f32(v);
-        }
-        case DType::F16: {
-            uint16_t v;
-            std::memcpy(&v, p, 2);
-            return f16_to_f32(v);
-        }
-        case DType::F8_E4M3:
-            return f8e4m3_to_f32(*p);
-        default:
-            internal_error("scale dtype {} is not a float type", dtype_name(q.scale_dtype));
-    }
-}
-
 struct DeviceWeight {
     DeviceBuffer codes, scales;
 };
@@ -192,7 +167,7 @@ Weight CudaOps::load_weight(const WeightSource& s) {
             if (e4m3) {
                 sh[r * scols + c] = q.scales[(sr0 + r) * q.scale_row_stride + sc0 + c];
             } else {
-                const float f = scale_value(q, sr0 + r, sc0 + c);
+                const float f = quant_scale(q, sr0 + r, sc0 + c);
                 std::memcpy(&sh[(r * scols + c) * 4], &f, 4);
             }
         }
