@@ -3,7 +3,8 @@
 # build the GPU tests and myriad with CUDA, run the GPU tests (ctest -L gpu) and a short
 # benchmark, and write logs and a summary under $OUT (default .gpu-out).
 #   bash tools/gpu_run.sh [ctest -R regex]
-# GPU_TESTS=0 skips building and running the GPU tests (benchmarks only).
+# GPU_TESTS=0 skips building and running the GPU tests (benchmarks only); GPU_NOGRAPHS=0 and
+# GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary.
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
 set -uo pipefail
@@ -109,10 +110,13 @@ MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu ${1:+-R "$1"} --output-on-f
     >"$OUT/ctest.log" 2>&1
 rc=$?
 grep -E "tests passed|Failed|\*\*\*|Total Test" "$OUT/ctest.log" | tail -40
-# The whole-model tests again without CUDA graphs (every decode step op by op).
+# The whole-model tests again without CUDA graphs (every decode step op by op); GPU_NOGRAPHS=0
+# skips this second pass.
+if [ "${GPU_NOGRAPHS:-1}" = 1 ]; then
 MYRIAD_CUDA_GRAPHS=0 MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu -R "Golden|KvCache|Graphs" \
     --output-on-failure -j 8 --timeout 300 >"$OUT/ctest_nographs.log" 2>&1 || rc=1
 echo "without graphs: $(grep -E "tests passed" "$OUT/ctest_nographs.log")"
+fi
 build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^graphs|FAILED|OK \]" | tee "$OUT/graphs.txt"
 # The whole-model lines (error and greedy agreement per checkpoint).
 [ "${GPU_MODELS:-1}" = 1 ] && MYRIAD_CUDA_SYNC=1 build-gpu/tests/myriad_gpu_tests \
@@ -134,7 +138,8 @@ if [ "$have_myriad" = 1 ]; then
         done
         echo "== ${envs[*]} bench-model ${args[*]}" | tee -a "$OUT/bench.txt"
         timeout "${GPU_BENCH_TIMEOUT:-150}" env "${envs[@]}" ./build-gpu/myriad bench-model \
-            "${args[@]}" --device cuda 2>&1 | tail -12 | tee -a "$OUT/bench.txt"
+            "${args[@]}" --device cuda >"$OUT/bench_run.log" 2>&1
+        tail -40 "$OUT/bench_run.log" | tee -a "$OUT/bench.txt" | tail -24
     done
 fi
 exit $rc

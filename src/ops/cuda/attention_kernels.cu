@@ -117,10 +117,11 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
     const int64_t row = a.row_begin + blockIdx.x, h = blockIdx.y;
     const int64_t s = st.row_seq[row];
     const int64_t n_all = int64_t(st.positions[row]) + 1;  // causal: positions 0..pos
-    // Split z of `splits` (absorbed decode): keys [k0, n) in whole tiles.
+    // Split z of `splits` (absorbed decode): keys [k0, n), chunks a multiple of 8 keys. (Whole
+    // tiles of 64 left a short context to one split, which then walked its keys alone.)
     int64_t k0 = 0, n = n_all;
     if (Absorbed && a.splits > 1) {
-        const int64_t chunk = ((n_all + a.splits - 1) / a.splits + kTile - 1) / kTile * kTile;
+        const int64_t chunk = ((n_all + a.splits - 1) / a.splits + 7) / 8 * 8;
         k0 = int64_t(blockIdx.z) * chunk;
         n = k0 + chunk < n_all ? k0 + chunk : n_all;
     }
@@ -192,7 +193,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
         __syncthreads();  // `scores` is rewritten by the next tile
     }
     if (Absorbed && a.splits > 1) {  // unnormalised, with the running max and sum
-        float* p = a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * (a.dv + 2);
+        float* p =
+            a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * (a.dv + 2);
 #pragma unroll
         for (int i = 0; i < kMaxVPerThread; ++i) {
             const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
@@ -212,7 +214,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
     }
 }
 
-// Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M).
+// Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
+// M).
 __global__ void combine_splits_kernel(AttnArgs a) {
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const float* p = a.part + (r * a.heads + h) * a.splits * (a.dv + 2);
@@ -233,32 +236,64 @@ __global__ void combine_splits_kernel(AttnArgs a) {
     }
 }
 
-__global__ void absorb_q_kernel(const float* q, int64_t heads, int64_t dq, const uint16_t* kv_b,
-                                int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
-    extern __shared__ float qn[];
+// q_lat[t, h, lat] = sum_d q[t, h, d] W_k[h, d, lat] (d < dn). A block computes 64 latent
+// columns of one (token, head), its four warp pairs each summing a quarter of d: enough blocks
+// and independent loads in flight for one decode token, where a block per (token, head) left
+// most multiprocessors idle and each thread walking all of d.
+constexpr int kAbsorbCols = 64, kAbsorbSlices = 4;
+__global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
+    absorb_q_kernel(const float* q, int64_t heads, int64_t dq, const uint16_t* kv_b, int64_t dn,
+                    int64_t dv, int64_t latent, float* q_lat) {
+    __shared__ float part[kAbsorbSlices][kAbsorbCols];
     const int64_t t = blockIdx.x, h = blockIdx.y;
-    for (int64_t d = threadIdx.x; d < dn; d += blockDim.x) qn[d] = q[(t * heads + h) * dq + d];
-    __syncthreads();
+    const int col = threadIdx.x % kAbsorbCols, slice = threadIdx.x / kAbsorbCols;
+    const int64_t lat = int64_t(blockIdx.z) * kAbsorbCols + col;
+    const float* qn = q + (t * heads + h) * dq;
     const uint16_t* wk = kv_b + h * (dn + dv) * latent;
-    for (int64_t lat = threadIdx.x; lat < latent; lat += blockDim.x) {
-        float acc = 0.0f;
-        for (int64_t d = 0; d < dn; ++d) acc += qn[d] * bf16_bits_to_f32(wk[d * latent + lat]);
-        q_lat[(t * heads + h) * latent + lat] = acc;
+    float acc = 0.0f;
+    if (lat < latent) {
+#pragma unroll 8
+        for (int64_t d = slice; d < dn; d += kAbsorbSlices)
+            acc += qn[d] * bf16_bits_to_f32(wk[d * latent + lat]);
+    }
+    part[slice][col] = acc;
+    __syncthreads();
+    if (slice == 0 && lat < latent) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kAbsorbSlices; ++i) sum += part[i][col];
+        q_lat[(t * heads + h) * latent + lat] = sum;
     }
 }
 
-__global__ void absorb_v_kernel(const float* o_lat, int64_t heads, const uint16_t* kv_b, int64_t dn,
-                                int64_t dv, int64_t latent, float* out) {
+// out[t, h, v] = sum_lat o_lat[t, h, lat] W_v[h, v, lat]: a warp per output value, eight
+// latent elements per lane per load.
+constexpr int kAbsorbVWarps = 8;
+__global__ void __launch_bounds__(kWarp* kAbsorbVWarps)
+    absorb_v_kernel(const float* o_lat, int64_t heads, const uint16_t* kv_b, int64_t dn, int64_t dv,
+                    int64_t latent, float* out) {
     const int64_t t = blockIdx.x, h = blockIdx.y;
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int64_t v = int64_t(blockIdx.z) * kAbsorbVWarps + warp;
+    if (v >= dv) return;
     const float* o = o_lat + (t * heads + h) * latent;
-    for (int64_t v = warp; v < dv; v += blockDim.x / kWarp) {
-        const uint16_t* wv = kv_b + (h * (dn + dv) + dn + v) * latent;
-        float acc = 0.0f;
+    const uint16_t* wv = kv_b + (h * (dn + dv) + dn + v) * latent;
+    float acc = 0.0f;
+    if (latent % 8 == 0) {
+        for (int64_t i = int64_t(lane) * 8; i < latent; i += kWarp * 8) {
+            const uint4 q = *reinterpret_cast<const uint4*>(wv + i);
+            const float4 a = *reinterpret_cast<const float4*>(o + i);
+            const float4 b = *reinterpret_cast<const float4*>(o + i + 4);
+            acc += a.x * __uint_as_float(q.x << 16) + a.y * __uint_as_float(q.x & 0xffff0000u) +
+                   a.z * __uint_as_float(q.y << 16) + a.w * __uint_as_float(q.y & 0xffff0000u) +
+                   b.x * __uint_as_float(q.z << 16) + b.y * __uint_as_float(q.z & 0xffff0000u) +
+                   b.z * __uint_as_float(q.w << 16) + b.w * __uint_as_float(q.w & 0xffff0000u);
+        }
+    } else {
         for (int64_t i = lane; i < latent; i += kWarp) acc += o[i] * bf16_bits_to_f32(wv[i]);
-        acc = warp_sum(acc);
-        if (lane == 0) out[(t * heads + h) * dv + v] = acc;
     }
+    acc = warp_sum(acc);
+    if (lane == 0) out[(t * heads + h) * dv + v] = acc;
 }
 
 }  // namespace
@@ -298,23 +333,24 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);
     attention_kernel<true><<<grid, kAttnThreads, smem, s>>>(a, st);
-    if (a.splits > 1)
-        combine_splits_kernel<<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a);
+    if (a.splits > 1) combine_splits_kernel<<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a);
 }
 
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
               int64_t dn, int64_t dv, int64_t latent, float* q_lat, cudaStream_t s) {
     if (tokens == 0) return;
-    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads));
-    absorb_q_kernel<<<grid, 256, dn * sizeof(float), s>>>(q, heads, dq, kv_b, dn, dv, latent,
-                                                          q_lat);
+    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads),
+              static_cast<unsigned>((latent + kAbsorbCols - 1) / kAbsorbCols));
+    absorb_q_kernel<<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(q, heads, dq, kv_b, dn, dv, latent,
+                                                                 q_lat);
 }
 
 void absorb_v(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b, int64_t dn,
               int64_t dv, int64_t latent, float* out, cudaStream_t s) {
     if (tokens == 0) return;
-    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads));
-    absorb_v_kernel<<<grid, 256, 0, s>>>(o_lat, heads, kv_b, dn, dv, latent, out);
+    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads),
+              static_cast<unsigned>((dv + kAbsorbVWarps - 1) / kAbsorbVWarps));
+    absorb_v_kernel<<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, heads, kv_b, dn, dv, latent, out);
 }
 
 }  // namespace myriad::cuda

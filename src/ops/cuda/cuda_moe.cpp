@@ -86,15 +86,18 @@ const CudaOps::ExpertTable& CudaOps::expert_table(const std::vector<MlpWeights>&
     return expert_tables_.emplace(key, std::move(t)).first->second;
 }
 
-// Pairs (token, choice) are sorted by expert on the device; one launch computes
-// silu(x W_gate^T) * (x W_up^T) for every expert's rows, one the down projection, one the
-// weighted sum back into token order.
+// Pairs (token, choice) are sorted by expert on the device, which also lists the tiles of
+// rows each expert has; one launch computes silu(x W_gate^T) * (x W_up^T) for every tile, one
+// the down projection, one the weighted sum back into token order.
 void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
                           const std::vector<MlpWeights>& experts, Tensor out) {
     const int64_t t_count = x.dim(0), hidden = x.dim(1), k = ids.dim(1);
     const int64_t n_exp = static_cast<int64_t>(experts.size()), pairs = t_count * k;
     MYRIAD_CHECK(out.dim(0) == t_count && out.dim(1) == hidden, "moe output {} for input {}",
                  out.shape_str(), x.shape_str());
+    MYRIAD_CHECK(k <= 32 && n_exp <= 2048,
+                 "moe: {} experts per token of {} (the CUDA kernels take up to 32 of 2048)", k,
+                 n_exp);
     const ExpertTable& table = expert_table(experts);
     if (t_count == 0) return;
     if (ExpertStats& stats = expert_stats(); stats.enabled && capturing_ < 0) {
@@ -117,8 +120,19 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     Tensor offsets = scratch(DType::I32, {n_exp + 1});
     Tensor sorted_token = scratch(DType::I32, {pairs});
     Tensor pair_row = scratch(DType::I32, {pairs});
+    // Tile height from the mean rows of an expert that has any (decode: one or two). Past four
+    // rows the tensor cores take the tiles (F32 inputs rounded to BF16, as cuBLASLt's are for
+    // the dense layers), unless MYRIAD_CUDA_EXACT asks for F32 products throughout.
+    const int64_t mean_rows = pairs / std::max<int64_t>(1, std::min(pairs, n_exp));
+    const bool mma = !exact_ && mean_rows > 4 && hidden % 32 == 0 && table.inter % 32 == 0;
+    const int32_t tile_rows =
+        mma ? kGroupedMmaRows : (mean_rows <= 4 ? 4 : (mean_rows <= 8 ? 8 : 16));
+    const int64_t max_tiles = moe_max_tiles(pairs, n_exp, tile_rows);
+    Tensor tiles = scratch(DType::I32, {2 * max_tiles});
+    Tensor tile_count = scratch(DType::I32, {1});
     moe_sort(ids.ptr<int32_t>(), pairs, k, n_exp, counts.ptr<int32_t>(), offsets.ptr<int32_t>(),
-             sorted_token.ptr<int32_t>(), pair_row.ptr<int32_t>(), stream_);
+             sorted_token.ptr<int32_t>(), pair_row.ptr<int32_t>(), tile_rows, tiles.ptr<int32_t>(),
+             tile_count.ptr<int32_t>(), stream_);
     check("moe_experts (sort)");
 
     const auto* mats = static_cast<const QMatrix*>(table.mats.data());
@@ -133,12 +147,21 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     up.row_begin = offsets.ptr<int32_t>();
     up.groups = n_exp;
     up.max_rows = t_count;  // a token chooses an expert at most once
+    up.tiles = tiles.ptr<int32_t>();
+    up.tile_count = tile_count.ptr<int32_t>();
+    up.max_tiles = max_tiles;
+    up.tile_rows = tile_rows;
     up.glu = true;
     up.n = table.inter;
     up.k = hidden;
     up.out = act.ptr<float>();
     up.ldo = table.inter;
-    skinny_linear(table.format, up, stream_);
+    if (mma) {
+        MYRIAD_CHECK(grouped_mma_fits(up), "moe: the tensor-core path does not fit");
+        grouped_mma(table.format, up, stream_);
+    } else {
+        skinny_linear(table.format, up, stream_);
+    }
     check("moe_experts (gate, up)");
 
     Tensor y = scratch(DType::F32, {pairs, hidden});
@@ -152,7 +175,10 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     down.k = table.inter;
     down.out = y.ptr<float>();
     down.ldo = hidden;
-    skinny_linear(table.format, down, stream_);
+    if (mma)
+        grouped_mma(table.format, down, stream_);
+    else
+        skinny_linear(table.format, down, stream_);
     check("moe_experts (down)");
 
     moe_combine(y.ptr<float>(), hidden, ids.ptr<int32_t>(), weights.ptr<float>(),

@@ -2,10 +2,10 @@
 #include "ops/cuda/cuda_ops.h"
 
 #include <algorithm>
-#include <cstdint>
-#include <cstdlib>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -59,12 +59,16 @@ CudaOps::CudaOps(int device) : device_(device) {
     const char* sync = std::getenv("MYRIAD_CUDA_SYNC");
     sync_each_op_ = sync && std::strcmp(sync, "1") == 0;
     const char* exact = std::getenv("MYRIAD_CUDA_EXACT");
-    if (exact && std::strcmp(exact, "1") == 0) skinny_rows_ = INT64_MAX;
+    exact_ = exact && std::strcmp(exact, "1") == 0;
+    if (exact_) skinny_rows_ = INT64_MAX;
     const char* graphs = std::getenv("MYRIAD_CUDA_GRAPHS");
     graphs_enabled_ = !(graphs && std::strcmp(graphs, "0") == 0);
     const char* profile = std::getenv("MYRIAD_CUDA_PROFILE");
     profile_ = profile && std::strcmp(profile, "1") == 0;
     if (profile_) graphs_enabled_ = false;
+    // The first op's time counts from here, not from the clock's epoch.
+    profile_last_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 namespace {

@@ -24,8 +24,8 @@
 #include <cuda_runtime_api.h>
 
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ops/cuda/kernels.h"
@@ -151,6 +151,8 @@ class CudaOps final : public Ops {
     std::map<std::string, std::pair<double, int64_t>> profile_times_;
     double profile_last_ = 0;
     int64_t skinny_rows_ = kSkinnyRows;
+    // MYRIAD_CUDA_EXACT=1: every product in F32 on the CUDA cores (no BF16 rounding of inputs).
+    bool exact_ = false;
     const StepInput* step_ = nullptr;
 
     // Step metadata: one pinned host staging block uploaded with one copy per step.
@@ -189,7 +191,7 @@ class CudaOps final : public Ops {
     bool graphs_enabled_ = true;
     std::map<int64_t, StepGraph> graphs_;
     std::map<int64_t, int> seen_;  // decode steps run per key before capture
-    int64_t capturing_ = -1;        // key of the step being captured
+    int64_t capturing_ = -1;       // key of the step being captured
     int64_t graph_replays_ = 0;
 };
 

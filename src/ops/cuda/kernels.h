@@ -44,7 +44,14 @@ void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t n, floa
 void argmax(const float* x, int64_t rows, int64_t v, int32_t* out, cudaStream_t s);
 
 // ---- synthetic weights (bench-model --random; ops/synthetic_weight.h) ----
-enum class SynthKind : int32_t { DenseBf16, DenseF32, Fp8Codes, Fp8Scales, Nvfp4Codes, Nvfp4Scales };
+enum class SynthKind : int32_t {
+    DenseBf16,
+    DenseF32,
+    Fp8Codes,
+    Fp8Scales,
+    Nvfp4Codes,
+    Nvfp4Scales
+};
 // Writes rows x cols elements (bytes for codes) at `out`, element (r, c) being element
 // (row0 + r) * src_width + col0 + c of the full synthetic tensor.
 void synthesize(SynthKind kind, uint64_t seed, float center, float amplitude, int64_t rows,
@@ -68,12 +75,25 @@ struct SkinnyArgs {
     int64_t m = 0;                       // rows when row_begin is null
     int64_t groups = 1;
     int64_t max_rows = 0;  // upper bound of any group's rows (sizes the grid)
+    // Tiles (from moe_sort): when set, grid row y computes tile y < *tile_count, the rows
+    // [tiles[2y + 1], min(+tile_rows, row_begin[g + 1])) of group g = tiles[2y]; max_tiles
+    // bounds *tile_count. Only the groups that have rows cost a block.
+    const int32_t* tiles = nullptr;
+    const int32_t* tile_count = nullptr;
+    int64_t max_tiles = 0;
+    int32_t tile_rows = 16;  // 4, 8 or 16 (skinny_linear), kGroupedMmaRows (grouped_mma)
     bool glu = false;
     int64_t n = 0, k = 0;
     float* out = nullptr;
     int64_t ldo = 0;
 };
 void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
+// The same grouped product on the tensor cores (BF16 operands, F32 accumulation) for tiles of
+// kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
+// (grouped_mma_fits).
+constexpr int32_t kGroupedMmaRows = 64;
+bool grouped_mma_fits(const SkinnyArgs& a);
+void grouped_mma(QFormat f, const SkinnyArgs& a, cudaStream_t s);
 // Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`.
 void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
                   cudaStream_t s);
@@ -152,9 +172,16 @@ struct RouteArgs {
 };
 void moe_route(const RouteArgs& a, cudaStream_t s);
 // Groups the (token, choice) pairs by expert on the device: counts, offsets [E + 1],
-// sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row).
+// sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row); and
+// the tiles of SkinnyArgs: (expert, first row) for every tile_rows rows of each expert that has
+// rows, *tile_count of them (at most moe_max_tiles).
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
-              int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, cudaStream_t s);
+              int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
+              int32_t* tiles, int32_t* tile_count, cudaStream_t s);
+// Experts with c rows need ceil(c / R) tiles: at most pairs / R + (experts that have rows).
+inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) {
+    return pairs / tile_rows + (pairs < experts ? pairs : experts) + 1;
+}
 // out[t] = sum_j w[t, j] * y[pair_row[t, j]] over pairs whose expert is held (held[e] != 0).
 void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,

@@ -1,128 +1,126 @@
 // Linear layers for few rows (decode): the weight is read once, eight elements per lane per
 // step, dequantised in registers and multiplied with F32 activations; one warp per output
-// column, up to kMaxRows rows of x per pass. The same kernel runs the experts of a MoE layer,
-// one grid row per expert, so no host loop visits the experts. Prefill-size products expand the
-// weight to BF16 tiles (dequant_bf16) for cuBLASLt instead.
+// column, up to 4, 8 or 16 rows of x per pass. The same kernel runs the experts of a MoE layer,
+// one grid row per tile of an expert's rows (moe_sort lists the tiles on the device), so
+// neither a host loop nor an idle block visits the experts that have no rows. Prefill-size
+// dense products expand the weight to BF16 tiles (dequant_bf16) for cuBLASLt instead.
 #include <cstdlib>
 #include <cstring>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/quant_load.cuh"
 
 namespace myriad::cuda {
 
 namespace {
 
-constexpr int kMaxRows = 16;       // rows of x per pass (the accumulators per lane)
 constexpr int kWarpsPerBlock = 8;  // output columns per block
-
-// Elements c..c+7 of row r of `w` as floats (c a multiple of 8).
-template <QFormat F>
-__device__ __forceinline__ void load8(const QMatrix& w, int64_t r, int64_t c, float v[8]) {
-    const uint8_t* row = w.codes + r * w.row_bytes;
-    if constexpr (F == QFormat::Bf16) {
-        const uint4 q = *reinterpret_cast<const uint4*>(row + c * 2);
-        const uint32_t words[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            v[2 * i] = __uint_as_float(words[i] << 16);
-            v[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-        }
-    } else if constexpr (F == QFormat::Fp8Block) {
-        const uint2 q = *reinterpret_cast<const uint2*>(row + c);
-        const float s = static_cast<const float*>(
-            w.scales)[((r + w.row_phase) / w.block_rows) * w.scale_stride +
-                      (c + w.col_phase) / w.block_cols];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            v[i] = e4m3_to_f32((q.x >> (8 * i)) & 0xffu) * s;
-            v[4 + i] = e4m3_to_f32((q.y >> (8 * i)) & 0xffu) * s;
-        }
-    } else if constexpr (F == QFormat::Nvfp4) {
-        const uint32_t q = *reinterpret_cast<const uint32_t*>(row + c / 2);
-        const uint8_t sc = static_cast<const uint8_t*>(
-            w.scales)[r * w.scale_stride + (c + w.col_phase) / w.block_cols];
-        const float s = e4m3_to_f32(sc) * w.global_scale;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = e2m1_to_f32((q >> (4 * i)) & 15u) * s;  // low first
-    } else {  // Int4: q + 8, eight per little-endian int32, element 8j + i at bits 4i
-        const uint32_t q = *reinterpret_cast<const uint32_t*>(row + c / 2);
-        const float s = static_cast<const float*>(
-            w.scales)[r * w.scale_stride + (c + w.col_phase) / w.block_cols];
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-            v[i] = static_cast<float>(static_cast<int>((q >> (4 * i)) & 15u) - 8) * s;
-    }
-}
 
 // Steps of eight weights a lane loads before using any (U): a warp then has U loads of
 // 32 x 16 (BF16), 8 (FP8) or 4 bytes (NVFP4, INT4) in flight instead of one. With U = 1 (the
 // first version) a 4-bit weight row was read 128 bytes per warp at a time, far too little in
 // flight to cover the memory latency (MYRIAD_CUDA_SKINNY_UNROLL=1 brings it back, to compare).
+// The loads stay in their stored form until used, which keeps the registers per lane low.
 template <QFormat F>
 constexpr int kUnroll = F == QFormat::Bf16 ? 4 : 8;
 
-// Accumulates acc[m] += x[row m] · W[col] over all of K for rows m < rows, lanes splitting K.
-template <QFormat F, int U>
-__device__ __forceinline__ void dot_rows(const QMatrix& w, int64_t col, const float* x, int64_t ldx,
-                                         const int32_t* x_rows, int64_t row0, int rows, int64_t k,
-                                         float acc[kMaxRows]) {
+// Accumulates acc[m] += x[row m] · W[col] (and, with Glu, acc_up[m] += x[row m] · W_up[col])
+// over all of K for rows m < rows (at most R), lanes splitting K; xr[m] is row m's offset in x.
+// The gate and up rows are loaded together, so a lane has both in flight at once.
+template <QFormat F, bool Glu, int U, int R>
+__device__ __forceinline__ void dot_rows(const QMatrix& w, const QMatrix& w_up, int64_t col,
+                                         const float* x, const int64_t xr[R], int rows, int64_t k,
+                                         float acc[R], float acc_up[R]) {
     const int lane = threadIdx.x % kWarp;
     for (int64_t c0 = int64_t(lane) * 8; c0 < k; c0 += kWarp * 8 * U) {
-        float wv[U][8];
+        Raw8<F> raw[U], raw_up[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u)
-            if (c0 + u * kWarp * 8 < k) load8<F>(w, col, c0 + u * kWarp * 8, wv[u]);
+        for (int u = 0; u < U; ++u) {
+            if (c0 + u * kWarp * 8 < k) {
+                raw[u] = load_raw<F>(w, col, c0 + u * kWarp * 8);
+                if constexpr (Glu) raw_up[u] = load_raw<F>(w_up, col, c0 + u * kWarp * 8);
+            }
+        }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int64_t c = c0 + u * kWarp * 8;
             if (c >= k) break;
+            float wv[8], uv[8];
+            expand<F>(raw[u], w.global_scale, wv);
+            if constexpr (Glu) expand<F>(raw_up[u], w_up.global_scale, uv);
 #pragma unroll
-            for (int m = 0; m < kMaxRows; ++m) {
+            for (int m = 0; m < R; ++m) {
                 if (m < rows) {
-                    const int64_t xr = x_rows ? x_rows[row0 + m] : row0 + m;
-                    const float4* xp = reinterpret_cast<const float4*>(x + xr * ldx + c);
+                    const float4* xp = reinterpret_cast<const float4*>(x + xr[m] + c);
                     const float4 a = xp[0], b = xp[1];
-                    acc[m] += a.x * wv[u][0] + a.y * wv[u][1] + a.z * wv[u][2] + a.w * wv[u][3] +
-                              b.x * wv[u][4] + b.y * wv[u][5] + b.z * wv[u][6] + b.w * wv[u][7];
+                    acc[m] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
+                              b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+                    if constexpr (Glu)
+                        acc_up[m] += a.x * uv[0] + a.y * uv[1] + a.z * uv[2] + a.w * uv[3] +
+                                     b.x * uv[4] + b.y * uv[5] + b.z * uv[6] + b.w * uv[7];
                 }
             }
         }
     }
 }
 
-template <QFormat F, bool Glu, int U>
+// Rows [r0, r0 + rows) of group g's output, for the warp's column.
+template <QFormat F, bool Glu, int U, int R>
+__device__ __forceinline__ void skinny_rows(const SkinnyArgs& a, const QMatrix& w,
+                                            const QMatrix& w_up, int64_t col, int64_t r0,
+                                            int rows) {
+    int64_t xr[R];
+#pragma unroll
+    for (int m = 0; m < R; ++m) {
+        const int64_t r = r0 + (m < rows ? m : 0);
+        xr[m] = (a.x_rows ? a.x_rows[r] : r) * a.ldx;
+    }
+    float acc[R], acc_up[R];
+#pragma unroll
+    for (int m = 0; m < R; ++m) acc[m] = acc_up[m] = 0.0f;
+    dot_rows<F, Glu, U, R>(w, w_up, col, a.x, xr, rows, a.k, acc, acc_up);
+    const int lane = threadIdx.x % kWarp;
+#pragma unroll
+    for (int m = 0; m < R; ++m) {
+        if (m < rows) {
+            const float s = warp_sum(acc[m]);
+            float result = s;
+            if constexpr (Glu) {
+                const float u = warp_sum(acc_up[m]);
+                result = s / (1.0f + expf(-s)) * u;
+            }
+            if (lane == 0) a.out[(r0 + m) * a.ldo + col] = result;
+        }
+    }
+}
+
+// Grid: x the output columns (a warp each), y the tile (with a.tiles) or the group, z passes
+// over the group's rows (without tiles).
+template <QFormat F, bool Glu, int U, int R>
 __global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArgs a) {
-    const int64_t g = blockIdx.y;
     const int64_t col = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
     if (col >= a.n) return;
-    const QMatrix& w = a.table ? a.table[g * a.table_stride + a.table_first] : a.single;
+    int64_t g = blockIdx.y, begin, end;
+    if (a.tiles) {
+        if (int64_t(blockIdx.y) >= *a.tile_count) return;
+        g = a.tiles[2 * blockIdx.y];
+        begin = a.tiles[2 * blockIdx.y + 1];
+        end = a.row_begin[g + 1];
+        if (end > begin + R) end = begin + R;
+    } else {
+        begin = a.row_begin ? a.row_begin[g] : 0;
+        end = a.row_begin ? a.row_begin[g + 1] : a.m;
+    }
+    const QMatrix w = a.table ? a.table[g * a.table_stride + a.table_first] : a.single;
     if (w.codes == nullptr) return;
-    const int64_t begin = a.row_begin ? a.row_begin[g] : 0;
-    const int64_t end = a.row_begin ? a.row_begin[g + 1] : a.m;
-    const int lane = threadIdx.x % kWarp;
-    for (int64_t r0 = begin + int64_t(blockIdx.z) * kMaxRows; r0 < end;
-         r0 += int64_t(gridDim.z) * kMaxRows) {
-        const int rows = static_cast<int>(end - r0 < kMaxRows ? end - r0 : kMaxRows);
-        float acc[kMaxRows], acc_up[kMaxRows];
-#pragma unroll
-        for (int m = 0; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0f;
-        dot_rows<F, U>(w, col, a.x, a.ldx, a.x_rows, r0, rows, a.k, acc);
-        if constexpr (Glu)
-            dot_rows<F, U>(a.table ? a.table[g * a.table_stride + a.table_first + 1] : a.single_up,
-                        col, a.x, a.ldx, a.x_rows, r0, rows, a.k, acc_up);
-#pragma unroll
-        for (int m = 0; m < kMaxRows; ++m) {
-            if (m < rows) {
-                const float s = warp_sum(acc[m]);
-                float result = s;
-                if constexpr (Glu) {
-                    const float u = warp_sum(acc_up[m]);
-                    result = s / (1.0f + expf(-s)) * u;
-                }
-                if (lane == 0) a.out[(r0 + m) * a.ldo + col] = result;
-            }
-        }
+    QMatrix w_up;
+    if constexpr (Glu)
+        w_up = a.table ? a.table[g * a.table_stride + a.table_first + 1] : a.single_up;
+    const int64_t step = a.tiles ? R : int64_t(gridDim.z) * R;
+    for (int64_t r0 = begin + (a.tiles ? 0 : int64_t(blockIdx.z) * R); r0 < end; r0 += step) {
+        const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
+        skinny_rows<F, Glu, U, R>(a, w, w_up, col, r0, rows);
     }
 }
 
@@ -144,27 +142,36 @@ __global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out)
     }
 }
 
+template <QFormat F, bool Glu, int U, int R>
+void launch_rows(const SkinnyArgs& a, cudaStream_t s) {
+    const int64_t passes = (a.max_rows + R - 1) / R;
+    dim3 grid(static_cast<unsigned>((a.n + kWarpsPerBlock - 1) / kWarpsPerBlock),
+              static_cast<unsigned>(a.tiles ? a.max_tiles : a.groups),
+              static_cast<unsigned>(a.tiles ? 1 : (passes < 1 ? 1 : (passes > 64 ? 64 : passes))));
+    skinny_kernel<F, Glu, U, R><<<grid, kWarp * kWarpsPerBlock, 0, s>>>(a);
+}
+
+template <QFormat F, int U, int R>
+void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
+    if (a.glu)
+        launch_rows<F, true, U, R>(a, s);
+    else
+        launch_rows<F, false, U, R>(a, s);
+}
+
 template <QFormat F>
 void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
-    const int64_t passes = (a.max_rows + kMaxRows - 1) / kMaxRows;
-    dim3 grid(static_cast<unsigned>((a.n + kWarpsPerBlock - 1) / kWarpsPerBlock),
-              static_cast<unsigned>(a.groups),
-              static_cast<unsigned>(passes < 1 ? 1 : (passes > 64 ? 64 : passes)));
     static const bool first_version = [] {
         const char* e = std::getenv("MYRIAD_CUDA_SKINNY_UNROLL");
         return e && std::strcmp(e, "1") == 0;
     }();
-    constexpr int kThreads = kWarp * kWarpsPerBlock;
-    if (first_version) {
-        if (a.glu)
-            skinny_kernel<F, true, 1><<<grid, kThreads, 0, s>>>(a);
-        else
-            skinny_kernel<F, false, 1><<<grid, kThreads, 0, s>>>(a);
-    } else if (a.glu) {
-        skinny_kernel<F, true, kUnroll<F>><<<grid, kThreads, 0, s>>>(a);
-    } else {
-        skinny_kernel<F, false, kUnroll<F>><<<grid, kThreads, 0, s>>>(a);
-    }
+    if (first_version) return launch_glu<F, 1, 16>(a, s);
+    // Few rows per group (decode): four accumulators per lane keep the registers, and so the
+    // warps per multiprocessor, up.
+    const int32_t rows = a.tiles ? a.tile_rows : static_cast<int32_t>(a.max_rows);
+    if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
+    if (rows <= 8) return launch_glu<F, kUnroll<F>, 8>(a, s);
+    return launch_glu<F, kUnroll<F>, 16>(a, s);
 }
 
 }  // namespace
