@@ -4,7 +4,8 @@
 Output (in --out, default models/myriad-tiny):
   tiktoken.model         one line per base token, `<base64 of its bytes> <rank>`, rank = token id:
                          ranks 0..255 are the 256 single bytes, ranks 256..3839 the merges in the
-                         order they were learned, so tiktoken's rank-merge BPE reproduces them.
+                         order `tokenizers`' BpeTrainer learned them, so tiktoken's rank-merge
+                         BPE reproduces them.
   tokenizer_config.json  Kimi's layout (added_tokens_decoder, bos/eos/pad/unk, TikTokenTokenizer)
                          plus `pat_str` and the chat template.
   chat_template.jinja    the same chat template as a file.
@@ -14,9 +15,9 @@ special tokens sit at Kimi-K2's offsets from its first special id (163584 there,
 unnamed ones are `<|reserved_token_{id}|>` as in Kimi's tokenization_kimi.py.
 
 Pre-tokenization: Kimi-K2's pat_str (docs/reference.md §4.1) with `\\p{N}{1,3}` replaced by
-`\\p{N}` so that every digit is its own piece. It uses Rust/fancy-regex class intersection
-(`&&`), which tiktoken accepts; training splits with the `regex` package in V1 mode, which
-reads `&&` the same way (checked below against tiktoken on the whole corpus).
+`\\p{N}` so that every digit is its own piece. It uses class intersection (`&&`), which
+tiktoken (fancy-regex) and `tokenizers` (Oniguruma) both read; the script checks on the whole
+training text that the two split it into the same pieces.
 
 Training text (all read offline, in this fixed order; nothing of it ships, only the ranks):
   1. This project's docs: shared/docs/*.md (sorted by name).
@@ -28,26 +29,29 @@ Training text (all read offline, in this fixed order; nothing of it ships, only 
   3. Synthetic chat-like text made here from a fixed seed: arithmetic ("12 + 7 = 19"), tool
      calls and results as JSON ({"city": "Paris"}), function-call ids, short chat turns.
 
-Trainer: plain BPE over the pre-tokenized pieces (weighted by count), counting pairs
-incrementally; the most frequent pair wins, ties go to the smaller (left id, right id). A merge
-whose bytes already are a token adds no new rank. Deterministic: same input -> same bytes out.
+Trainer: the Hugging Face `tokenizers` package learns the merges: tokenizers.trainers.BpeTrainer
+on a byte-level BPE model whose pre-tokenizer is Split(pat_str) then ByteLevel(use_regex=False)
+(its alphabet: all 256 bytes). Its merges, mapped back from byte-level characters to bytes, give
+the ranks in the order learned; a merge whose bytes already are a token adds no new rank.
+Deterministic: same input -> same bytes out (checked: reruns, and RAYON_NUM_THREADS=1, give
+an identical tiktoken.model).
 
 Usage: python3 tools/make_tokenizer.py [--out models/myriad-tiny] [--shared ../shared]
-Needs: python3 with the `regex` and `tiktoken` packages (tools/requirements-test.txt's venv).
+Needs: python3 with the `tokenizers`, `tiktoken` and `regex` (reST clean-up) packages, as pinned
+in tools/requirements-test.txt (build/venv).
 """
 
 import argparse
 import base64
 import hashlib
-import heapq
 import json
 import os
 import random
 import subprocess
 import sys
-from collections import Counter, defaultdict
 
 import regex
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -272,80 +276,79 @@ def synthetic_text():
 # ---------------------------------------------------------------- BPE training
 
 
-def count_pieces(docs, pat):
-    counts = Counter()
-    for doc in docs:
-        counts.update(m.encode("utf-8") for m in pat.findall(doc))
-    return counts
+def split_pieces(doc, split=pre_tokenizers.Split(Regex(PAT_STR), behavior="isolated")):
+    """PAT_STR's pieces of one text, as `tokenizers` splits it for training."""
+    return [p for p, _ in split.pre_tokenize_str(doc)]
 
 
-def train_bpe(piece_counts, n_tokens):
-    """Returns the token byte strings in rank order (256 single bytes first)."""
+def pre_tokenizer():
+    """PAT_STR's split (Oniguruma in `tokenizers`; checked against tiktoken's below), then
+    byte-level: each byte of a piece becomes one of the 256 printable stand-in characters of
+    GPT-2's byte-level BPE, so the trainer works on bytes."""
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PAT_STR), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+
+
+def byte_stand_ins():
+    """{byte: character} of byte-level BPE (GPT-2's table, which `tokenizers` uses): printable
+    Latin-1 bytes stand for themselves, the other 68 take U+0100.. in byte order. Checked
+    against the package: same 256 characters, and the pre-tokenizer maps text through it."""
+    keep = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    if set(table.values()) != set(pre_tokenizers.ByteLevel.alphabet()):
+        sys.exit("tokenizers' byte-level alphabet is not GPT-2's table")
+    probe = "".join(chr(c) for c in range(1, 0x800)) + "\u4e2d\U0001F600"
+    ((seen, _),) = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False) \
+        .pre_tokenize_str(probe)
+    if seen != "".join(table[b] for b in probe.encode("utf-8")):
+        sys.exit("tokenizers' byte-level pre-tokenizer does not use GPT-2's table")
+    return table
+
+
+def train_bpe(docs, n_tokens):
+    """Returns the token byte strings in rank order (256 single bytes first, then the merges
+    in the order the `tokenizers` BpeTrainer learned them)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizer()
+    trainer = trainers.BpeTrainer(
+        vocab_size=n_tokens, min_frequency=0, show_progress=False, special_tokens=[],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(docs, trainer=trainer, length=len(docs))
+    state = json.loads(tok.to_str())["model"]
+    unbyte = {ch: b for b, ch in byte_stand_ins().items()}
+
+    def to_bytes(s):
+        return bytes(unbyte[ch] for ch in s)
+
     vocab = [bytes([i]) for i in range(256)]
     index = {b: i for i, b in enumerate(vocab)}
-    words, wcount = [], []
-    for piece in sorted(piece_counts):
-        if len(piece) >= 2:
-            words.append(list(piece))
-            wcount.append(piece_counts[piece])
-    pair_count = defaultdict(int)
-    pair_where = defaultdict(set)
-    for wi, w in enumerate(words):
-        c = wcount[wi]
-        for p in zip(w, w[1:]):
-            pair_count[p] += c
-            pair_where[p].add(wi)
-    heap = [(-c, a, b) for (a, b), c in pair_count.items()]
-    heapq.heapify(heap)
-    while len(vocab) < n_tokens:
-        while True:
-            if not heap:
-                sys.exit(f"training text too small: {len(vocab)} tokens")
-            negc, a, b = heapq.heappop(heap)
-            if pair_count.get((a, b), 0) == -negc and negc < 0:
-                break
-        merged = vocab[a] + vocab[b]
-        new = index.get(merged)
-        if new is None:
-            new = len(vocab)
+    for merge in state["merges"]:
+        left, right = merge if isinstance(merge, list) else merge.split(" ")
+        merged = to_bytes(left) + to_bytes(right)
+        # Two merges can make the same bytes ("ab"+"c", "a"+"bc"): the first one gives the rank.
+        if merged not in index:
+            index[merged] = len(vocab)
             vocab.append(merged)
-            index[merged] = new
-        changed = set()
-        for wi in sorted(pair_where.pop((a, b))):
-            w, c = words[wi], wcount[wi]
-            nw, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and w[i] == a and w[i + 1] == b:
-                    nw.append(new)
-                    i += 2
-                else:
-                    nw.append(w[i])
-                    i += 1
-            if len(nw) == len(w):
-                continue  # stale entry: the pair left this word earlier
-            for p in zip(w, w[1:]):
-                pair_count[p] -= c
-                changed.add(p)
-            for p in zip(nw, nw[1:]):
-                pair_count[p] += c
-                pair_where[p].add(wi)
-                changed.add(p)
-            words[wi] = nw
-        pair_count.pop((a, b), None)
-        changed.discard((a, b))
-        for p in sorted(changed):
-            c = pair_count[p]
-            if c > 0:
-                heapq.heappush(heap, (-c, p[0], p[1]))
-            else:
-                del pair_count[p]
+    if len(vocab) != n_tokens or len(state["vocab"]) != n_tokens:
+        sys.exit(f"training text too small: {len(vocab)} of {n_tokens} tokens")
+    if {to_bytes(t) for t in state["vocab"]} != set(vocab):
+        sys.exit("the trainer's vocabulary is not its alphabet plus its merges")
     return vocab
 
 
 # ---------------------------------------------------------------- checks and output
 
 
-def check_with_tiktoken(vocab, docs, pat):
+def check_with_tiktoken(vocab, docs):
     import tiktoken
 
     ranks = {b: i for i, b in enumerate(vocab)}
@@ -354,23 +357,23 @@ def check_with_tiktoken(vocab, docs, pat):
                             special_tokens=specials, explicit_n_vocab=VOCAB)
     # Same pre-tokenization as tiktoken's: a throw-away vocabulary holding every piece whole
     # makes tiktoken return one token per piece of its own split.
-    pieces = sorted(count_pieces(docs, pat))
+    pieces = sorted({p.encode("utf-8") for doc in docs for p in split_pieces(doc)})
     whole = {bytes([i]): i for i in range(256)}
     for p in pieces:
         whole.setdefault(p, len(whole))
     enc_whole = tiktoken.Encoding("pieces", pat_str=PAT_STR, mergeable_ranks=whole, special_tokens={})
     n_bytes = n_tok = 0
     for doc in docs:
-        mine = [whole[m.encode("utf-8")] for m in pat.findall(doc)]
+        mine = [whole[p.encode("utf-8")] for p in split_pieces(doc)]
         if enc_whole.encode_ordinary(doc) != mine:
-            sys.exit("regex V1 split differs from tiktoken's split")
+            sys.exit("tokenizers' (Oniguruma) split of PAT_STR differs from tiktoken's")
         toks = enc.encode_ordinary(doc)
         if enc.decode_bytes(toks) != doc.encode("utf-8"):
             sys.exit("round trip failed")
         n_bytes += len(doc.encode("utf-8"))
         n_tok += len(toks)
     unreachable = sum(1 for b, r in ranks.items() if enc._encode_single_piece(b) != [r])
-    return n_bytes / n_tok, unreachable
+    return n_bytes, n_tok, unreachable
 
 
 def write_outputs(out, vocab, chat_template):
@@ -409,7 +412,6 @@ def main():
                     help="the project's shared/ folder (docs/, fixtures/)")
     args = ap.parse_args()
 
-    pat = regex.compile(PAT_STR, regex.V1)
     sources = [("project docs", project_docs(args.shared)),
                ("python3.11-doc", python_docs()),
                ("synthetic", synthetic_text())]
@@ -423,14 +425,13 @@ def main():
             digest.update(t.encode("utf-8") + b"\0")
     print(f"training text sha256 {digest.hexdigest()}")
 
-    counts = count_pieces(docs, pat)
-    print(f"{len(counts)} distinct pieces, {sum(counts.values())} in all")
-    vocab = train_bpe(counts, N_BASE)
+    vocab = train_bpe(docs, N_BASE)
     assert len(vocab) == N_BASE and len(set(vocab)) == N_BASE
 
-    bpt, unreachable = check_with_tiktoken(vocab, docs, pat)
-    print(f"training text: {bpt:.2f} bytes/token; {unreachable} base tokens that tiktoken's "
-          f"BPE never produces from their own bytes")
+    n_bytes, n_tok, unreachable = check_with_tiktoken(vocab, docs)
+    print(f"training text: {n_tok} tokens for {n_bytes} bytes ({n_bytes / n_tok:.3f} bytes/token, "
+          f"{n_tok / n_bytes:.4f} tokens/byte); {unreachable} base tokens that tiktoken's BPE "
+          f"never produces from their own bytes")
 
     chat_template = read_text(os.path.join(args.shared, CHAT_TEMPLATE))
     write_outputs(args.out, vocab, chat_template)
