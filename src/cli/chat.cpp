@@ -7,9 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +20,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/text_file.h"
 
 namespace myriad::cli {
 
@@ -29,7 +28,9 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-void on_sigint(int) { g_interrupted = true; }
+void on_sigint(int) {
+    g_interrupted = true;
+}
 
 struct ChatArgs {
     std::string model;
@@ -44,14 +45,6 @@ struct ChatArgs {
 const char* const kHelp =
     "commands: /reset (forget the conversation), /system TEXT (new system prompt, and reset), "
     "/system (show it), /exit; Ctrl-C stops a reply, Ctrl-D ends the chat\n";
-
-std::string read_text_file(const std::string& path, const char* flag) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) bad_input("{} {}: cannot read the file", flag, path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 class Conversation {
   public:

@@ -1,15 +1,14 @@
 // myriad chat-template MODEL --request FILE [--template FILE]: prints the exact prompt an
 // OpenAI chat request renders to through the model's chat template, nothing added.
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
 #include "format/json_file.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
+#include "util/text_file.h"
 
 namespace myriad::cli {
 
@@ -20,14 +19,6 @@ struct ChatTemplateArgs {
     std::string request;
     std::string template_file;
 };
-
-std::string read_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) bad_input("{}: cannot read {}", path, what);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 }  // namespace
 
@@ -44,11 +35,11 @@ Run add_chat_template(CLI::App& app) {
     return [args] {
         std::string model = resolve_model(args->model);
         nlohmann::ordered_json request = read_json_file(args->request);
-        ChatTemplate tmpl =
-            args->template_file.empty()
-                ? ChatTemplate::load(model)
-                : ChatTemplate::load_with_source(
-                      model, read_file(args->template_file, "the template"), args->template_file);
+        ChatTemplate tmpl = args->template_file.empty()
+                                ? ChatTemplate::load(model)
+                                : ChatTemplate::load_with_source(
+                                      model, read_text_file(args->template_file, "--template"),
+                                      args->template_file);
         std::string prompt = tmpl.render(request);
         std::fwrite(prompt.data(), 1, prompt.size(), stdout);
         std::fflush(stdout);

@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +22,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/text_file.h"
 
 namespace myriad::cli {
 
@@ -92,22 +91,20 @@ const char* verdict(double kl_mean, double top1) {
 int run_eval(const EvalArgs& a) {
     if (a.context < 2) bad_input("--context {} must be at least 2", a.context);
     if (a.max_tokens < 2) bad_input("--max-tokens {} must be at least 2", a.max_tokens);
-    std::ifstream f(a.text, std::ios::binary);
-    if (!f) bad_input("--text {}: cannot read the file", a.text);
-    std::stringstream ss;
-    ss << f.rdbuf();
+    const std::string text = read_text_file(a.text, "--text");
     const std::string dir = resolve_model(a.model);
     auto tokenizer = Tokenizer::load(dir);
-    std::vector<TokenId> ids = tokenizer->encode(ss.str(), false);
+    std::vector<TokenId> ids = tokenizer->encode(text, false);
     if (static_cast<int64_t>(ids.size()) > a.max_tokens) ids.resize(a.max_tokens);
     if (ids.size() < 2) bad_input("--text {}: fewer than 2 tokens", a.text);
 
     Loaded m = load(dir, a), r = load(a.reference, a);
     const int64_t vocab = m.config.vocab_size;
     if (r.config.vocab_size != vocab)
-        bad_input("--reference {}: vocabulary of {} tokens, MODEL has {}; compare models that "
-                  "share a tokenizer",
-                  a.reference, r.config.vocab_size, vocab);
+        bad_input(
+            "--reference {}: vocabulary of {} tokens, MODEL has {}; compare models that "
+            "share a tokenizer",
+            a.reference, r.config.vocab_size, vocab);
     for (TokenId t : ids)
         if (t >= vocab)
             bad_input("--text: token id {} is outside the model's vocabulary of {}", t, vocab);
@@ -136,7 +133,8 @@ int run_eval(const EvalArgs& a) {
                 kl += std::exp(lr[j]) * (lr[j] - lm[j]);
             }
             kls.push_back(std::max(kl, 0.0));
-            agree += (std::max_element(pm, pm + vocab) - pm) == (std::max_element(pr, pr + vocab) - pr);
+            agree +=
+                (std::max_element(pm, pm + vocab) - pm) == (std::max_element(pr, pr + vocab) - pr);
         }
     }
     const auto n = static_cast<double>(kls.size());
@@ -144,15 +142,18 @@ int run_eval(const EvalArgs& a) {
     for (double k : kls) kl_sum += k;
     std::vector<double> sorted = kls;
     std::sort(sorted.begin(), sorted.end());
-    const double kl_p99 = sorted[std::min(sorted.size() - 1,
-                                          static_cast<size_t>(std::ceil(0.99 * n)) - 1)];
+    const double kl_p99 =
+        sorted[std::min(sorted.size() - 1, static_cast<size_t>(std::ceil(0.99 * n)) - 1)];
     const double ppl = std::exp(nll_m / n), ppl_ref = std::exp(nll_r / n), kl_mean = kl_sum / n,
                  top1 = agree / n;
     const char* v = verdict(kl_mean, top1);
     if (a.json) {
-        nlohmann::ordered_json out = {{"ppl", ppl},           {"ppl_reference", ppl_ref},
-                                      {"kl_mean", kl_mean},   {"kl_p99", kl_p99},
-                                      {"top1_agreement", top1}, {"verdict", v},
+        nlohmann::ordered_json out = {{"ppl", ppl},
+                                      {"ppl_reference", ppl_ref},
+                                      {"kl_mean", kl_mean},
+                                      {"kl_p99", kl_p99},
+                                      {"top1_agreement", top1},
+                                      {"verdict", v},
                                       {"positions", kls.size()}};
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
@@ -163,9 +164,10 @@ int run_eval(const EvalArgs& a) {
     std::printf("%-22s %14.6f\n", "KL p99 (nats)", kl_p99);
     std::printf("%-22s %13.2f%%\n", "top-1 agreement", 100 * top1);
     std::printf("%-22s %14zu\n", "positions", kls.size());
-    std::printf("verdict: %s (KL mean %.4f, top-1 %.1f %%; excellent <= 0.005 / 98 %%, good <= "
-                "0.02 / 95 %%, usable <= 0.1 / 90 %%)\n",
-                v, kl_mean, 100 * top1);
+    std::printf(
+        "verdict: %s (KL mean %.4f, top-1 %.1f %%; excellent <= 0.005 / 98 %%, good <= "
+        "0.02 / 95 %%, usable <= 0.1 / 90 %%)\n",
+        v, kl_mean, 100 * top1);
     return 0;
 }
 

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +35,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/text_file.h"
 #include "util/thread_pool.h"
 
 namespace myriad::cli {
@@ -58,14 +58,6 @@ std::string module_of(const std::string& weight_name) {
     return weight_name.substr(0, weight_name.size() - 7);  // less ".weight"
 }
 
-std::string read_text(const std::string& path, const char* flag) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) bad_input("{} {}: cannot read the file", flag, path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 json read_json(const fs::path& p) {
     std::ifstream f(p);
     if (!f) bad_input("{}: cannot read the file", p.string());
@@ -80,7 +72,8 @@ json read_json(const fs::path& p) {
 std::map<std::string, float> calibrate(const std::string& dir, const ModelConfig& c,
                                        const Checkpoint& ckpt, const QuantizeArgs& a) {
     auto tokenizer = Tokenizer::load(dir);
-    const std::string text = a.calib.empty() ? kCalibrationText : read_text(a.calib, "--calib");
+    const std::string text =
+        a.calib.empty() ? kCalibrationText : read_text_file(a.calib, "--calib");
     std::vector<TokenId> ids = tokenizer->encode(text, false);
     if (ids.empty()) bad_input("--calib {}: the text has no tokens", a.calib);
     if (static_cast<int64_t>(ids.size()) > a.calib_tokens) ids.resize(a.calib_tokens);
@@ -167,8 +160,8 @@ int run_quantize(QuantizeArgs& a) {
     const std::string dir = resolve_model(a.model);
     const ModelConfig c = load_model_config(dir);
     if (c.quant.method != QuantMethod::None)
-        bad_input("{}: the checkpoint is already quantised ({}, from {}); quantize a BF16 one",
-                  dir, quant_method_name(c.quant.method), c.quant.source);
+        bad_input("{}: the checkpoint is already quantised ({}, from {}); quantize a BF16 one", dir,
+                  quant_method_name(c.quant.method), c.quant.source);
     const fs::path out(a.out);
     if (fs::exists(out) && !fs::is_empty(out))
         bad_input("OUT {}: the folder exists and is not empty; give a new one", a.out);
@@ -215,7 +208,8 @@ int run_quantize(QuantizeArgs& a) {
         const TensorView v = ckpt.get(full);
         const std::string name = full.starts_with(prefix) ? full.substr(prefix.size()) : full;
         if (!chosen.count(name)) {
-            writer.add({full, v.dtype(), v.shape(), std::vector<uint8_t>(v.data, v.data + v.nbytes())});
+            writer.add(
+                {full, v.dtype(), v.shape(), std::vector<uint8_t>(v.data, v.data + v.nbytes())});
             continue;
         }
         if (v.dtype() != DType::BF16 && v.dtype() != DType::F16 && v.dtype() != DType::F32)
@@ -256,13 +250,15 @@ int run_quantize(QuantizeArgs& a) {
 
     json config = read_json(fs::path(dir) / "config.json");
     if (nvfp4) {
-        const json fp4 = {{"num_bits", 4}, {"type", "float"}, {"group_size", 16}, {"dynamic", false}};
+        const json fp4 = {
+            {"num_bits", 4}, {"type", "float"}, {"group_size", 16}, {"dynamic", false}};
         config["quantization_config"] = {
             {"quant_method", "modelopt"},
             {"quant_algo", "NVFP4"},
             {"ignore", ignore},
             {"config_groups",
-             {{"group_0", {{"weights", fp4}, {"input_activations", fp4}, {"targets", {"Linear"}}}}}}};
+             {{"group_0",
+               {{"weights", fp4}, {"input_activations", fp4}, {"targets", {"Linear"}}}}}}};
         const json hf = {{"producer", {{"name", "myriad"}, {"version", "0"}}},
                          {"quantization",
                           {{"quant_algo", "NVFP4"},

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "api/chat_handler.h"
@@ -20,6 +18,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/sd_notify.h"
+#include "util/text_file.h"
 
 namespace myriad::cli {
 
@@ -42,14 +41,6 @@ struct ServeArgs {
     double drain_timeout = 30;
     bool enable_test_output = false;
 };
-
-std::string read_file(const std::string& path, const char* flag) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) bad_input("{} {}: cannot read the file", flag, path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 void check_args(const ServeArgs& a) {
     check_engine_flags(a.engine);
@@ -91,7 +82,8 @@ int run_serve(ServeArgs& a) {
     o.api_key = a.api_key;
     o.tool_call_parser = a.tool_call_parser;
     o.reasoning_parser = a.reasoning_parser;
-    if (!a.chat_template.empty()) o.chat_template = read_file(a.chat_template, "--chat-template");
+    if (!a.chat_template.empty())
+        o.chat_template = read_text_file(a.chat_template, "--chat-template");
     o.enable_test_output = a.enable_test_output;
     if (a.enable_test_output)
         log::warn(
@@ -132,8 +124,7 @@ int run_serve(ServeArgs& a) {
         sizing.max_model_len = a.max_model_len > 0
                                    ? a.max_model_len
                                    : std::min<int64_t>(config.max_position_embeddings, 8192);
-        model = load_engine(dir, a.engine, sizing,
-                            [&](const std::string& p) { phase(p); });
+        model = load_engine(dir, a.engine, sizing, [&](const std::string& p) { phase(p); });
         Engine* engine = model.engine.get();
         engine->start();
         phase("warming up");
@@ -169,8 +160,8 @@ int run_serve(ServeArgs& a) {
         model.engine->stats().blocks_total, api::tool_parser_name(o), api::reasoning_parser_name(o),
         o.api_key.empty() ? "" : "; API key required");
 
-    sd_notify(fmt::format("READY=1\nSTATUS=serving {} on {}:{}", o.served_model_name, a.host,
-                          port));
+    sd_notify(
+        fmt::format("READY=1\nSTATUS=serving {} on {}:{}", o.served_model_name, a.host, port));
     const int sig = wait_for_signal(set);
     sd_notify("STOPPING=1\nSTATUS=draining");
     log::info("signal {}: draining ({} sequences in flight, up to {} s)", sig, state.in_flight(),
