@@ -150,6 +150,28 @@ TEST_P(EngineGolden, PrefixCacheServesARepeatedPrompt) {
     EXPECT_EQ(t1, t2);
 }
 
+TEST_P(EngineGolden, PrefixCacheServesASharedPrefixThatThenDiffers) {
+    auto ref = load_golden_reference(name());
+    auto rig = make_rig(name(), tp(), 64, 4096);
+    const int64_t bs = rig.engine->block_manager().block_size();
+    // The first request shares the golden prompt's first 50 tokens, then goes its own way; the
+    // second is the golden prompt itself, so its logits have transformers' reference.
+    const int64_t shared = 50;
+    std::vector<int32_t> first(ref.p[0].ids.begin(), ref.p[0].ids.begin() + shared);
+    first.insert(first.end(), ref.p[1].ids.begin(), ref.p[1].ids.begin() + 20);
+    ASSERT_NE(first[shared], ref.p[0].ids[shared]);
+    auto a = rig.engine->submit(first, greedy(3));
+    rig.engine->run_until_idle();
+    RequestOutput last;
+    drain(*a, &last);
+    EXPECT_EQ(last.cached_tokens, 0);
+    auto b = rig.engine->submit(ref.p[0].ids, greedy(9));
+    rig.engine->run_until_idle();
+    auto tokens = drain(*b, &last);
+    EXPECT_EQ(last.cached_tokens, shared / bs * bs);  // the full blocks of the shared part only
+    expect_matches(rig, b->id(), ref.p[0], ref.vocab, tokens, "after a shared prefix");
+}
+
 std::vector<std::tuple<std::string, int>> params() {
     std::vector<std::tuple<std::string, int>> out;
     for (const char* m : kGoldenModels)
@@ -194,6 +216,40 @@ TEST(EngineSeeds, SameSeedSameTokensAloneOrAmongFifteenOthers) {
     rig.engine->run_until_idle();
     EXPECT_EQ(drain(*h), alone);
     EXPECT_EQ(alone.size(), 24u);
+}
+
+TEST(EngineScheduler, NeverRunsMoreThanMaxNumSeqs) {
+    // Seven requests, a cap of three: no step may sample for, or hold running, more than three,
+    // and the cap must be reached (so the check has something to catch). A small token budget
+    // makes some prompts prefill over several steps, running without sampling.
+    for (int64_t budget : {4096, 24}) {
+        auto rig = make_rig("kimi_k2", 1, 64, budget, 3);
+        auto ref = load_golden_reference("kimi_k2");
+        std::vector<std::shared_ptr<RequestHandle>> handles;
+        for (int i = 0; i < 7; ++i) {
+            std::vector<int32_t> prompt(ref.p[i % 2].ids.begin(),
+                                        ref.p[i % 2].ids.begin() + 10 + 3 * i);
+            handles.push_back(rig.engine->submit(prompt, greedy(6)));
+        }
+        int64_t most_sampled = 0, most_running = 0;
+        size_t seen_before = 0;
+        while (rig.engine->step()) {
+            const int64_t sampled = static_cast<int64_t>(rig.seen->logits.size() - seen_before);
+            seen_before = rig.seen->logits.size();
+            const EngineStats st = rig.engine->stats();
+            EXPECT_LE(sampled, 3) << "budget " << budget << ", step " << st.steps;
+            EXPECT_LE(st.running, 3) << "budget " << budget << ", step " << st.steps;
+            most_sampled = std::max(most_sampled, sampled);
+            most_running = std::max(most_running, st.running);
+        }
+        EXPECT_EQ(most_sampled, 3) << "budget " << budget;
+        EXPECT_EQ(most_running, 3) << "budget " << budget;
+        for (auto& h : handles) {
+            RequestOutput last;
+            EXPECT_EQ(drain(*h, &last).size(), 6u);
+            EXPECT_EQ(last.reason, FinishReason::Length);
+        }
+    }
 }
 
 TEST(EngineTraffic, RandomRequestsAndCancellationsFreeEveryBlock) {

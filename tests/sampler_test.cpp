@@ -83,6 +83,34 @@ TEST(Sampler, PenaltiesAndBias) {
     EXPECT_EQ(draw({1.0f, 0.8f}, pres, 1, {0, 0, 0}).token, 0);
 }
 
+TEST(Sampler, TopKSamplesOnlyAmongTheKBestInProportion) {
+    // The three best are tokens 1, 3 and 7; top-k 3 must never leave them and must draw each in
+    // proportion to its softmax restricted to the three.
+    std::vector<float> l = {0.5f, 2.0f, 1.2f, 1.9f, -1.0f, 0.0f, 1.0f, 1.5f, 0.3f, 1.4f};
+    SamplingParams p;
+    p.temperature = 1;
+    p.top_k = 3;
+    std::map<TokenId, int> counts;
+    const int n = 6000;
+    for (int i = 0; i < n; ++i) counts[draw(l, p, 1000 + i).token]++;
+    EXPECT_EQ(counts.size(), 3u);
+    const double z = std::exp(2.0) + std::exp(1.9) + std::exp(1.5);
+    for (TokenId t : {1, 3, 7})
+        EXPECT_NEAR(counts[t] / double(n), std::exp(double(l[t])) / z, 0.02) << "token " << t;
+}
+
+TEST(Sampler, PresencePenaltyIsSubtractedOnceFromGeneratedTokens) {
+    SamplingParams p;
+    p.temperature = 0;
+    p.presence_penalty = 0.3;  // 1.0 - 0.3 < 0.8: the penalty decides
+    EXPECT_EQ(draw({1.0f, 0.8f}, p, 1, {0}).token, 1);
+    EXPECT_EQ(draw({1.0f, 0.8f}, p, 1, {}, {0}).token, 0);  // prompt tokens are not penalised
+    p.presence_penalty = 0.15;  // once: 0.85 > 0.8 (per occurrence it would be 0.55)
+    EXPECT_EQ(draw({1.0f, 0.8f}, p, 1, {0, 0, 0}).token, 0);
+    p.presence_penalty = -0.3;  // negative: encourages what was said
+    EXPECT_EQ(draw({0.8f, 1.0f}, p, 1, {0}).token, 0);
+}
+
 TEST(Sampler, MinTokensMasksStopTokens) {
     SamplingParams p;
     p.temperature = 0;

@@ -44,17 +44,28 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, int 
                     is_bias ? std::initializer_list<DType>{DType::F32, DType::BF16, DType::F16}
                             : std::initializer_list<DType>{DType::BF16, DType::F16, DType::F32});
     }
-    int64_t skipped = 0;
+    // Counted by kind, so the one line says what was left out.
+    std::map<std::string, int64_t> skipped;
+    int64_t total = 0;
     for (const auto& name : ckpt.names()) {
         std::string_view n = name;
         if (!prefix.empty() && n.starts_with(prefix)) n.remove_prefix(prefix.size());
-        if (is_ignored_tensor(config, n)) ++skipped;
+        if (!is_ignored_tensor(config, n)) continue;
+        ++total;
+        if (n.starts_with("vision_tower."))
+            ++skipped["vision_tower.*"];
+        else if (n.starts_with("mm_projector."))
+            ++skipped["mm_projector.*"];
+        else
+            ++skipped["multi-token prediction layers"];
     }
-    if (skipped > 0)
-        log::info(
-            "{}: skipping {} tensors the text model does not use (vision tower, projector, "
-            "multi-token prediction)",
-            ckpt.path(), skipped);
+    if (total > 0) {
+        std::string kinds;
+        for (const auto& [kind, n] : skipped)
+            kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, kind);
+        log::info("{}: skipping {} tensors the text model does not use: {}", ckpt.path(), total,
+                  kinds);
+    }
 }
 
 namespace {

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -199,6 +200,40 @@ def detokenized_prompt(server, **body):
     ids = requests.post(server.url + "/tokenize", json={"model": NAME, **body}).json()["tokens"]
     return requests.post(server.url + "/detokenize", json={"model": NAME, "tokens": ids}).json()[
         "prompt"]
+
+
+def test_rendered_prompt_holds_one_bos(v3, model_dir):
+    """DeepSeek's template writes BOS itself, so the rendered prompt is encoded without special
+    tokens: the ids equal transformers' apply_chat_template(tokenize=True), with one BOS, through
+    /tokenize, the chat completion's usage, `chat-template` + `tokenize` and `generate --chat`."""
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy; this test only
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "weather in Paris?"}]
+    tok = AutoTokenizer.from_pretrained(TOKENIZER)
+    want = list(tok.apply_chat_template(messages, add_generation_prompt=True,
+                                        tokenize=True)["input_ids"])
+    bos = tok.bos_token_id
+    assert want.count(bos) == 1 and want[0] == bos
+
+    got = requests.post(v3.url + "/tokenize", json={"model": NAME, "messages": messages}).json()
+    assert got["tokens"] == want
+    r = chat(v3, "ok", messages=messages, max_tokens=4)
+    assert r.usage.prompt_tokens == len(want)
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump({"messages": messages}, f)
+        f.flush()
+        text = subprocess.run([BINARY, "chat-template", model_dir, "--request", f.name],
+                              capture_output=True, text=True, check=True).stdout
+    ids = json.loads(subprocess.run([BINARY, "tokenize", model_dir, text], capture_output=True,
+                                    text=True, check=True).stdout)
+    assert ids == want
+
+    p = subprocess.run([BINARY, "generate", model_dir, "--chat", messages[1]["content"],
+                        "--max-tokens", "1", "--ids"], capture_output=True, text=True, check=True)
+    one_turn = list(tok.apply_chat_template(messages[1:], add_generation_prompt=True,
+                                            tokenize=True)["input_ids"])
+    assert f" {len(one_turn)} prompt tokens each" in p.stderr, (len(one_turn), p.stderr)
 
 
 def test_tool_aware_template_declares_tools_and_renders_history(v3):
