@@ -30,8 +30,10 @@ def server_reply(server, messages):
                                                 max_tokens=MAX_TOKENS)
     msg = r.choices[0].message
     reasoning = (msg.model_extra or {}).get("reasoning_content") or ""
-    # chat prints the reasoning, a line break, then the answer; then a line break.
-    return (reasoning + "\n" if reasoning else "") + (msg.content or "") + "\n", msg.content or ""
+    # chat prints the reasoning, a line break when an answer follows, the answer; then a line
+    # break. (The shipped model reasons first: in MAX_TOKENS the answer may not have begun.)
+    content = msg.content or ""
+    return reasoning + ("\n" if reasoning and content else "") + content + "\n", content
 
 
 @pytest.fixture(scope="module")

@@ -165,16 +165,23 @@ def test_chat_non_streaming_and_usage_matches_tokenize(server):
     assert r.usage.prompt_tokens_details.cached_tokens >= 0
 
 
+def reply(message):
+    """(reasoning, content) of a non-streamed message; no content and no reasoning read as ''."""
+    return (message.model_extra or {}).get("reasoning_content") or "", message.content or ""
+
+
 def test_streaming_equals_non_streaming_with_seed(server):
+    # The shipped model reasons first: 12 tokens may all be reasoning, so both parts compare.
     kw = dict(max_tokens=12, seed=7, temperature=1.0, extra_body={"ignore_eos": True})
-    a = chat(server, **kw).choices[0].message.content
-    b = chat(server, **kw).choices[0].message.content
+    a = reply(chat(server, **kw).choices[0].message)
+    b = reply(chat(server, **kw).choices[0].message)
     assert a == b, "same seed, same text"
-    content, _, _, finish, usage = collect_stream(
+    assert a != ("", ""), "something was generated"
+    content, reasoning, _, finish, usage = collect_stream(
         chat(server, stream=True, stream_options={"include_usage": True}, **kw))
-    assert content == a
+    assert (reasoning, content) == a
     assert finish == "length" and usage.completion_tokens == 12
-    c = chat(server, **dict(kw, seed=8)).choices[0].message.content
+    c = reply(chat(server, **dict(kw, seed=8)).choices[0].message)
     assert c != a, "another seed, another text"
 
 
@@ -186,8 +193,10 @@ def test_n_choices(server):
     for chunk in chat(server, stream=True, n=2, max_tokens=4, seed=1,
                       extra_body={"ignore_eos": True}):
         for c in chunk.choices:
-            got[c.index] = got.get(c.index, "") + (c.delta.content or "")
-    assert got == {0: r.choices[0].message.content, 1: r.choices[1].message.content}
+            reasoning, content = got.get(c.index, ("", ""))
+            got[c.index] = (reasoning + ((c.delta.model_extra or {}).get("reasoning") or ""),
+                            content + (c.delta.content or ""))
+    assert got == {0: reply(r.choices[0].message), 1: reply(r.choices[1].message)}
 
 
 def test_stop_strings(server):
