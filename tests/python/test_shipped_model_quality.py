@@ -29,15 +29,12 @@ import concurrent.futures
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import openai
-import requests
-import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("MYRIAD_BINARY", os.path.join(REPO, "build", "myriad"))
@@ -47,6 +44,7 @@ sys.path.insert(0, os.path.join(REPO, "tools", "train_tiny"))
 
 import chat  # noqa: E402
 import tasks  # noqa: E402
+from test_serve import Server  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
 EVAL_SEED = 90210  # the seed train.py's bar check uses
@@ -59,40 +57,6 @@ def generate(text):
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
     return r.stdout.decode("utf-8", "replace")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([BINARY, "serve", MODEL_DIR, "--port", str(self.port),
-                                      "--threads", "2", "--served-model-name", "myriad-tiny"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            assert self.proc.poll() is None, "myriad serve exited"
-            try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server did not become healthy")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def check_held_out(ev):
@@ -209,7 +173,7 @@ def main():
              t["messages"][0]["content"], out)
     t_arith = time.time() - t0
 
-    server = Server()
+    server = Server(MODEL_DIR, "--served-model-name", "myriad-tiny")
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0,
                                timeout=300)
