@@ -34,22 +34,22 @@ TEST_F(ForwardConsistency, NaiveAndAbsorbedFormsAgree) {
     auto naive = load_model(dir_.path(), 1, {AttentionMode::Naive, {}});
     auto absorbed = load_model(dir_.path(), 1, {AttentionMode::Absorbed, {}});
     auto p = prompt(40);
-    auto a = run_tokens(*naive->workers, p);
-    auto b = run_tokens(*absorbed->workers, p);
+    auto a = sequence_logits(*naive->workers, p);
+    auto b = sequence_logits(*absorbed->workers, p);
     EXPECT_LT(max_row_rel_diff(b, a, 128), kTol);
     // Decode steps after the prompt, both forms.
     auto d = prompt(6, 11);
-    auto c1 = run_tokens(*naive->workers, d, 40, 1);
-    auto c2 = run_tokens(*absorbed->workers, d, 40, 1);
+    auto c1 = sequence_logits(*naive->workers, d, 40, 1);
+    auto c2 = sequence_logits(*absorbed->workers, d, 40, 1);
     EXPECT_LT(max_row_rel_diff(c2, c1, 128), kTol);
 }
 
 TEST_F(ForwardConsistency, ChunkedPrefillAndDecodeEqualOneStep) {
     auto m = load_model(dir_.path(), 1);
     auto p = prompt(50);
-    auto whole = run_tokens(*m->workers, p);
+    auto whole = sequence_logits(*m->workers, p);
     for (int64_t chunk : {1, 7, 16}) {
-        auto parts = run_tokens(*m->workers, p, 0, chunk);
+        auto parts = sequence_logits(*m->workers, p, 0, chunk);
         EXPECT_LT(max_row_rel_diff(parts, whole, 128), kTol) << "chunk " << chunk;
     }
 }
@@ -57,17 +57,17 @@ TEST_F(ForwardConsistency, ChunkedPrefillAndDecodeEqualOneStep) {
 TEST_F(ForwardConsistency, TensorParallelRanksAgree) {
     auto p = prompt(33), d = prompt(4, 5);
     auto one = load_model(dir_.path(), 1);
-    auto ref = run_tokens(*one->workers, p);
-    auto ref_dec = run_tokens(*one->workers, d, 33, 1);
+    auto ref = sequence_logits(*one->workers, p);
+    auto ref_dec = sequence_logits(*one->workers, d, 33, 1);
     double spread = 0;  // logits must be far from constant for the comparison to mean anything
     for (size_t i = 1; i < ref.size(); ++i)
         spread = std::max(spread, double(std::fabs(ref[i] - ref[0])));
     EXPECT_GT(spread, 1.0);
     for (int tp : {2, 4}) {
         auto m = load_model(dir_.path(), tp);
-        auto got = run_tokens(*m->workers, p);
+        auto got = sequence_logits(*m->workers, p);
         EXPECT_LT(max_row_rel_diff(got, ref, 128), kTol) << "tp " << tp;
-        auto dec = run_tokens(*m->workers, d, 33, 1);
+        auto dec = sequence_logits(*m->workers, d, 33, 1);
         EXPECT_LT(max_row_rel_diff(dec, ref_dec, 128), kTol) << "tp " << tp;
     }
 }
@@ -76,10 +76,10 @@ TEST_F(ForwardConsistency, BatchOfSequencesEqualsEachAlone) {
     auto m = load_model(dir_.path(), 2);
     const int64_t bs = m->workers->options().kv_block_size;
     auto a = prompt(20, 1), b = prompt(13, 2);
-    auto ref_a = run_tokens(*m->workers, a);
-    auto ref_b = run_tokens(*m->workers, b);
+    auto ref_a = sequence_logits(*m->workers, a);
+    auto ref_b = sequence_logits(*m->workers, b);
     // One step: sequence a (blocks 0, 1) decodes its last token while b (blocks 4..) prefills.
-    auto ctx_a = run_tokens(*m->workers, std::vector<int32_t>(a.begin(), a.end() - 1));
+    auto ctx_a = sequence_logits(*m->workers, std::vector<int32_t>(a.begin(), a.end() - 1));
     StepInput st;
     SeqSlice sa{0, 1, 20, {0, 1}};
     SeqSlice sb{1, 13, 13, {4}};
@@ -140,7 +140,7 @@ TEST(WeightDtypes, Bf16AndF16CheckpointsEqualTheirF32Copies) {
     write_converted(src, DType::F16, false, f16.path());
     write_converted(src, DType::F32, true, f32_of_f16.path());
     const std::vector<int32_t> p = {5, 9, 100, 3, 77, 12};
-    auto logits = [&](const TempDir& d) { return run_tokens(*load_model(d.path(), 1)->workers, p); };
+    auto logits = [&](const TempDir& d) { return sequence_logits(*load_model(d.path(), 1)->workers, p); };
     EXPECT_LT(max_row_rel_diff(logits(bf16), logits(f32_of_bf16), 128), 1e-6);
     EXPECT_LT(max_row_rel_diff(logits(f16), logits(f32_of_f16), 128), 1e-6);
     // F16 rounding of tiny values changes the model a little, not a lot.

@@ -62,10 +62,10 @@ protected:
 
 TEST_P(Golden, PrefillThenDecode) {
     for (const Prompt& p : ref_.p) {
-        auto prefill = run_tokens(workers(), p.ids);
+        auto prefill = sequence_logits(workers(), p.ids);
         EXPECT_LE(max_row_rel_diff(prefill, p.prefill, ref_.vocab), kTol);
         expect_same_greedy_tokens(prefill, p.prefill, ref_.vocab, "prefill");
-        auto decode = run_tokens(workers(), decode_inputs(p), p.ids.size(), 1);
+        auto decode = sequence_logits(workers(), decode_inputs(p), p.ids.size(), 1);
         EXPECT_LE(max_row_rel_diff(decode, p.decode, ref_.vocab), kTol);
         expect_same_greedy_tokens(decode, p.decode, ref_.vocab, "decode");
     }
@@ -73,17 +73,17 @@ TEST_P(Golden, PrefillThenDecode) {
 
 TEST_P(Golden, TokenByTokenDecodeOfTheWholePrompt) {
     const Prompt& p = ref_.p[1];
-    auto all = run_tokens(workers(), p.ids, 0, 1);
+    auto all = sequence_logits(workers(), p.ids, 0, 1);
     EXPECT_LE(max_row_rel_diff(all, p.prefill, ref_.vocab), kTol);
-    auto decode = run_tokens(workers(), decode_inputs(p), p.ids.size(), 1);
+    auto decode = sequence_logits(workers(), decode_inputs(p), p.ids.size(), 1);
     EXPECT_LE(max_row_rel_diff(decode, p.decode, ref_.vocab), kTol);
 }
 
 TEST_P(Golden, DecodeAfterChunkedPrefill) {
     const Prompt& p = ref_.p[0];
-    auto chunks = run_tokens(workers(), p.ids, 0, 13);
+    auto chunks = sequence_logits(workers(), p.ids, 0, 13);
     EXPECT_LE(max_row_rel_diff(chunks, p.prefill, ref_.vocab), kTol);
-    auto decode = run_tokens(workers(), decode_inputs(p), p.ids.size(), 1);
+    auto decode = sequence_logits(workers(), decode_inputs(p), p.ids.size(), 1);
     EXPECT_LE(max_row_rel_diff(decode, p.decode, ref_.vocab), kTol);
 }
 
@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::ValuesIn(golden_params()),
 double prefill_error(const std::string& name, ModelFaults faults) {
     Reference ref = load_reference(name);
     auto m = load_model(golden_dir(name), 1, {AttentionMode::Auto, faults});
-    return max_row_rel_diff(run_tokens(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab);
+    return max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab);
 }
 
 TEST(GoldenControl, HalfSplitRopeFails) {
@@ -207,7 +207,7 @@ TEST(GoldenLayout, KimiK25WithoutThePrefixGivesTheSameLogits) {
     std::filesystem::copy_file(golden_dir("kimi_k25") + "/config.json", dir.file("config.json"));
     GoldenReference ref = load_golden_reference("kimi_k25");
     auto m = load_model(dir.path(), 2);
-    EXPECT_LE(max_row_rel_diff(run_tokens(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab),
+    EXPECT_LE(max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab),
               kTol);
 }
 

@@ -35,7 +35,7 @@ std::vector<float> run_with_cache(const std::string& dir, KvCacheDtype dtype, in
     wo.kv_blocks = static_cast<int64_t>(tokens.size()) / wo.kv_block_size + 2;
     wo.kv_cache_dtype = dtype;
     WorkerGroup workers(config, ckpt, wo);
-    return run_tokens(workers, tokens, 0, chunk);
+    return sequence_logits(workers, tokens, 0, chunk);
 }
 
 struct Comparison {

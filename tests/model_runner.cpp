@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 namespace myriad::testing {
 
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options,
@@ -18,23 +17,6 @@ std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOpt
     wo.model = options;
     m->workers = std::make_unique<WorkerGroup>(m->config, *m->checkpoint, wo);
     return m;
-}
-
-std::vector<float> run_tokens(WorkerGroup& workers, const std::vector<int32_t>& tokens,
-                              int64_t past, int64_t chunk) {
-    const int64_t vocab = workers.config().vocab_size;
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    if (chunk <= 0) chunk = n;
-    std::vector<float> out(static_cast<size_t>(n * vocab));
-    for (int64_t b = 0; b < n; b += chunk) {
-        const int64_t e = std::min(n, b + chunk);
-        std::vector<int32_t> part(tokens.begin() + b, tokens.begin() + e);
-        std::vector<int32_t> rows;
-        for (int64_t i = 0; i < e - b; ++i) rows.push_back(static_cast<int32_t>(i));
-        StepInput st = single_sequence_step(part, past + b, workers.options().kv_block_size, rows);
-        workers.step(st, out.data() + b * vocab);
-    }
-    return out;
 }
 
 double max_row_rel_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab) {

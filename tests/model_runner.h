@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/sequence_logits.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
@@ -17,15 +18,12 @@ struct LoadedModel {
     std::unique_ptr<WorkerGroup> workers;
 };
 
-std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp,
-                                        ModelOptions options = {}, int64_t kv_blocks = 64);
+std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options = {},
+                                        int64_t kv_blocks = 64);
 
 using myriad::single_sequence_step;
 
-// Feeds `tokens` after `past` cached tokens in steps of `chunk` tokens (0: one step; 1: token by
-// token, as decoding does); returns the logits of every fed position, [tokens, vocab].
-std::vector<float> run_tokens(WorkerGroup& workers, const std::vector<int32_t>& tokens,
-                              int64_t past = 0, int64_t chunk = 0);
+using myriad::sequence_logits;
 
 // max over rows of (max |a - b| in the row / max |b| in the row).
 double max_row_rel_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab);

@@ -43,7 +43,7 @@ std::vector<float> logits_with(double rms_norm_eps, const std::map<std::string, 
     cfg["rms_norm_eps"] = rms_norm_eps;
     write_random_model(dir.path(), cfg, 5, scales);
     auto m = load_model(dir.path(), 1);
-    return run_tokens(*m->workers, {3, 17, 42, 99, 5, 60, 61, 7});
+    return sequence_logits(*m->workers, {3, 17, 42, 99, 5, 60, 61, 7});
 }
 
 TEST(NormEpsilon, LatentNormsIgnoreRmsNormEps) {

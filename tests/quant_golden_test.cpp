@@ -44,9 +44,9 @@ TEST_P(QuantGolden, PrefillThenDecode) {
     ASSERT_EQ(m->config.vocab_size, ref.vocab);
     double worst = 0.0;
     for (const GoldenPrompt& p : ref.p) {
-        auto prefill = run_tokens(*m->workers, p.ids, 0, 29);  // chunked prefill
+        auto prefill = sequence_logits(*m->workers, p.ids, 0, 29);  // chunked prefill
         std::vector<int32_t> dec_in(p.generated.begin(), p.generated.begin() + 8);
-        auto decode = run_tokens(*m->workers, dec_in, p.ids.size(), 1);
+        auto decode = sequence_logits(*m->workers, dec_in, p.ids.size(), 1);
         const double e1 = max_row_rel_diff(prefill, p.prefill, ref.vocab);
         const double e2 = max_row_rel_diff(decode, p.decode, ref.vocab);
         EXPECT_LE(e1, kTol) << "prefill";

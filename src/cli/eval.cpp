@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "engine/sequence_logits.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
@@ -66,21 +67,6 @@ void log_softmax(const float* x, int64_t vocab, std::vector<double>& out) {
 }
 
 // Logits of every position of `tokens` (one fresh sequence), [n, vocab].
-std::vector<float> window_logits(WorkerGroup& w, const std::vector<TokenId>& tokens,
-                                 int64_t vocab) {
-    const int64_t n = static_cast<int64_t>(tokens.size()), chunk = 256;
-    std::vector<float> out(static_cast<size_t>(n * vocab));
-    for (int64_t b = 0; b < n; b += chunk) {
-        const int64_t e = std::min(n, b + chunk);
-        std::vector<TokenId> part(tokens.begin() + b, tokens.begin() + e);
-        std::vector<int32_t> rows;
-        for (int64_t i = 0; i < e - b; ++i) rows.push_back(static_cast<int32_t>(i));
-        w.step(single_sequence_step(part, b, w.options().kv_block_size, rows),
-               out.data() + b * vocab);
-    }
-    return out;
-}
-
 const char* verdict(double kl_mean, double top1) {
     if (kl_mean <= 0.005 && top1 >= 0.98) return "excellent";
     if (kl_mean <= 0.02 && top1 >= 0.95) return "good";
@@ -117,8 +103,8 @@ int run_eval(const EvalArgs& a) {
         std::vector<TokenId> win(ids.begin() + static_cast<std::ptrdiff_t>(begin),
                                  ids.begin() + static_cast<std::ptrdiff_t>(end));
         if (win.size() < 2) break;
-        const std::vector<float> xm = window_logits(*m.workers, win, vocab);
-        const std::vector<float> xr = window_logits(*r.workers, win, vocab);
+        const std::vector<float> xm = sequence_logits(*m.workers, win, 0, 256);
+        const std::vector<float> xr = sequence_logits(*r.workers, win, 0, 256);
         for (size_t i = 0; i + 1 < win.size(); ++i) {
             const float* pm = xm.data() + i * static_cast<size_t>(vocab);
             const float* pr = xr.data() + i * static_cast<size_t>(vocab);

@@ -92,11 +92,11 @@ void check_model(const std::string& dir, const std::vector<int32_t>& prompt,
     const int64_t past = static_cast<int64_t>(prompt.size());
     Compare c;
     for (int64_t chunk : {int64_t{0}, int64_t{7}}) {
-        auto ref = run_tokens(*cpu->workers, prompt, 0, chunk);
-        auto got = run_tokens(*gpu->workers, prompt, 0, chunk);
+        auto ref = sequence_logits(*cpu->workers, prompt, 0, chunk);
+        auto got = sequence_logits(*gpu->workers, prompt, 0, chunk);
         compare(got, ref, vocab, c);
-        auto dref = run_tokens(*cpu->workers, decode, past, 1);
-        auto dgot = run_tokens(*gpu->workers, decode, past, 1);
+        auto dref = sequence_logits(*cpu->workers, decode, past, 1);
+        auto dgot = sequence_logits(*gpu->workers, decode, past, 1);
         compare(dgot, dref, vocab, c);
     }
     // A mixed step: sequence A (the prompt, cached above) decodes one token while sequence B
