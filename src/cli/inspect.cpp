@@ -42,6 +42,44 @@ std::string linear_kind(std::string_view name) {
     return out;
 }
 
+// The linears by kind and format, the bytes per format in the checkpoint and on each of `tp`
+// ranks: gathered from a safetensors checkpoint or a GGUF file, printed the same way.
+class LinearTable {
+  public:
+    void add(const std::string& name, const std::string& format, int64_t bytes,
+             int64_t rank_bytes) {
+        Kind& k = kinds_[{linear_kind(name), format}];
+        ++k.count;
+        k.bytes += bytes;
+        ++formats_[format].count;
+        formats_[format].bytes += bytes;
+        per_rank_[format] += rank_bytes;
+    }
+
+    void print(int tp) const {
+        std::printf("linears      by format:");
+        for (const auto& [f, k] : formats_)
+            std::printf("  %s %lld (%s)", f.c_str(), (long long)k.count,
+                        human_bytes(static_cast<double>(k.bytes)).c_str());
+        std::printf("\n             per rank at tp %d:", tp);
+        for (const auto& [f, b] : per_rank_)
+            std::printf("  %s %s", f.c_str(), human_bytes(static_cast<double>(b)).c_str());
+        std::printf("\n");
+        for (const auto& [key, k] : kinds_)
+            std::printf("  %-52s %-10s x%-6lld %s\n", key.first.c_str(), key.second.c_str(),
+                        (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
+    }
+
+  private:
+    struct Kind {
+        int64_t count = 0;
+        int64_t bytes = 0;
+    };
+    std::map<std::pair<std::string, std::string>, Kind> kinds_;  // (kind, format)
+    std::map<std::string, Kind> formats_;
+    std::map<std::string, int64_t> per_rank_;
+};
+
 // The format of every linear (grouped by kind), then the bytes per format in the checkpoint and
 // on each of `tp` ranks.
 void print_linear_formats(const ModelConfig& c, const Checkpoint& ckpt, const std::string& prefix,
@@ -51,13 +89,7 @@ void print_linear_formats(const ModelConfig& c, const Checkpoint& ckpt, const st
     else
         std::printf("quantised    %s, from %s\n",
                     std::string(quant_method_name(c.quant.method)).c_str(), c.quant.source.c_str());
-    struct Kind {
-        int64_t count = 0;
-        int64_t bytes = 0;
-    };
-    std::map<std::pair<std::string, std::string>, Kind> kinds;  // (kind, format)
-    std::map<std::string, Kind> formats;
-    std::map<std::string, int64_t> per_rank;
+    LinearTable table;
     for (const auto& t : expected_tensors(c)) {
         if (!is_linear_weight(t.name)) continue;
         const WeightFormat f = linear_format(c, t.name, prefix);
@@ -68,24 +100,9 @@ void print_linear_formats(const ModelConfig& c, const Checkpoint& ckpt, const st
             bytes += b;
             rank_bytes += t.shard != ShardKind::Replicated && !st.scalar ? b / tp : b;
         }
-        Kind& k = kinds[{linear_kind(t.name), fname}];
-        ++k.count;
-        k.bytes += bytes;
-        ++formats[fname].count;
-        formats[fname].bytes += bytes;
-        per_rank[fname] += rank_bytes;
+        table.add(t.name, fname, bytes, rank_bytes);
     }
-    std::printf("linears      by format:");
-    for (const auto& [f, k] : formats)
-        std::printf("  %s %lld (%s)", f.c_str(), (long long)k.count,
-                    human_bytes(static_cast<double>(k.bytes)).c_str());
-    std::printf("\n             per rank at tp %d:", tp);
-    for (const auto& [f, b] : per_rank)
-        std::printf("  %s %s", f.c_str(), human_bytes(static_cast<double>(b)).c_str());
-    std::printf("\n");
-    for (const auto& [key, k] : kinds)
-        std::printf("  %-52s %-10s x%-6lld %s\n", key.first.c_str(), key.second.c_str(),
-                    (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
+    table.print(tp);
 }
 
 // GGUF: the tensors by ggml type, then each linear's runtime format (GgufBlock keeps the file's
@@ -104,13 +121,7 @@ void print_gguf_layout(const ModelConfig& c, const GgufModel& g, int tp) {
     for (const auto& [type, e] : by_type)
         std::printf("  %-10s %6lld tensors  %s\n", type.c_str(), (long long)e.first,
                     human_bytes(static_cast<double>(e.second)).c_str());
-    struct Kind {
-        int64_t count = 0;
-        int64_t bytes = 0;
-    };
-    std::map<std::pair<std::string, std::string>, Kind> kinds;  // (kind, format)
-    std::map<std::string, Kind> formats;
-    std::map<std::string, int64_t> per_rank;
+    LinearTable table;
     int64_t sharded = 0, replicated = 0;
     for (const auto& t : expected_tensors(c)) {
         const GgufTensorRef ref = gguf_tensor_for(t.name);
@@ -138,24 +149,9 @@ void print_gguf_layout(const ModelConfig& c, const GgufModel& g, int tp) {
         const int64_t rank_bytes = t.shard != ShardKind::Replicated ? bytes / tp : bytes;
         (t.shard != ShardKind::Replicated ? sharded : replicated) += rank_bytes;
         if (!is_linear_weight(t.name)) continue;
-        Kind& k = kinds[{linear_kind(t.name), fname}];
-        ++k.count;
-        k.bytes += bytes;
-        ++formats[fname].count;
-        formats[fname].bytes += bytes;
-        per_rank[fname] += rank_bytes;
+        table.add(t.name, fname, bytes, rank_bytes);
     }
-    std::printf("linears      by format:");
-    for (const auto& [f, k] : formats)
-        std::printf("  %s %lld (%s)", f.c_str(), (long long)k.count,
-                    human_bytes(static_cast<double>(k.bytes)).c_str());
-    std::printf("\n             per rank at tp %d:", tp);
-    for (const auto& [f, b] : per_rank)
-        std::printf("  %s %s", f.c_str(), human_bytes(static_cast<double>(b)).c_str());
-    std::printf("\n");
-    for (const auto& [key, k] : kinds)
-        std::printf("  %-52s %-10s x%-6lld %s\n", key.first.c_str(), key.second.c_str(),
-                    (long long)k.count, human_bytes(static_cast<double>(k.bytes)).c_str());
+    table.print(tp);
     std::printf("per rank     tp %d: %s (%s sharded + %s replicated), as stored\n", tp,
                 human_bytes(static_cast<double>(sharded + replicated)).c_str(),
                 human_bytes(static_cast<double>(sharded)).c_str(),
