@@ -32,17 +32,7 @@ std::string dir_of(const GgufGolden& g) {
 }
 
 std::unique_ptr<LoadedModel> load_gguf(const GgufGolden& g, int tp) {
-    auto m = std::make_unique<LoadedModel>();
-    const std::string path = dir_of(g) + "/" + g.file;
-    m->config = load_model_config(path);
-    m->checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(path));
-    WorkerGroupOptions wo;
-    wo.tp = tp;
-    wo.threads = tp;
-    wo.kv_blocks = 16;
-    wo.kv_cache_dtype = KvCacheDtype::Fp32;
-    m->workers = std::make_unique<WorkerGroup>(m->config, *m->checkpoint, wo);
-    return m;
+    return load_model(dir_of(g) + "/" + g.file, tp, {}, 16, KvCacheDtype::Fp32);
 }
 
 class GgufGoldenTest : public ::testing::TestWithParam<std::tuple<int, int>> {};

@@ -18,8 +18,10 @@ struct LoadedModel {
     std::unique_ptr<WorkerGroup> workers;
 };
 
+// One thread per rank (one BLAS thread each). `dir` may also be a GGUF file.
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options = {},
-                                        int64_t kv_blocks = 64);
+                                        int64_t kv_blocks = 64,
+                                        KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto);
 
 using myriad::single_sequence_step;
 

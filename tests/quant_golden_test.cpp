@@ -22,17 +22,7 @@ std::string quant_dir(const std::string& name) {
 // The goldens' references keep the latent cache exact: F32 storage even where the checkpoint
 // declares an FP8 KV cache (nvfp4_all_linear).
 std::unique_ptr<LoadedModel> load_exact(const std::string& name, int tp) {
-    auto m = std::make_unique<LoadedModel>();
-    const std::string dir = quant_dir(name);
-    m->config = load_model_config(dir);
-    m->checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
-    WorkerGroupOptions wo;
-    wo.tp = tp;
-    wo.threads = tp;
-    wo.kv_blocks = 64;
-    wo.kv_cache_dtype = KvCacheDtype::Fp32;
-    m->workers = std::make_unique<WorkerGroup>(m->config, *m->checkpoint, wo);
-    return m;
+    return load_model(quant_dir(name), tp, {}, 64, KvCacheDtype::Fp32);
 }
 
 class QuantGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
