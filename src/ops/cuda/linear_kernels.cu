@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArg
         g = a.tiles[2 * blockIdx.y];
         begin = a.tiles[2 * blockIdx.y + 1];
         end = a.row_begin[g + 1];
-        if (end > begin + R) end = begin + R;
+        // The tile's rows (tile_rows <= R; MYRIAD_CUDA_SKINNY_UNROLL=1 runs R = 16 on any tiles).
+        if (end > begin + a.tile_rows) end = begin + a.tile_rows;
     } else {
         begin = a.row_begin ? a.row_begin[g] : 0;
         end = a.row_begin ? a.row_begin[g + 1] : a.m;
