@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """`myriad serve` end to end with the official `openai` client, on the shipped model.
 
-The model's weights are random, so most checks use the server's test facility
-(`--enable-test-output`: a request's `test_output` text is emitted as forced tokens instead of
-sampled ones) to make the output known: tool calls, reasoning and stop strings go through the
-real engine, detokenizer, parsers, HTTP and SSE. Also: errors (401, 400, 404, 413, 429), usage
-against /tokenize, seeds, logprobs, n, completions, a bounded load test with disconnects, and
-SIGTERM draining.
+Most checks use the server's test facility (`--enable-test-output`: a request's `test_output`
+text is emitted as forced tokens instead of sampled ones) to make the output known, whatever the
+model would say: tool calls, reasoning and stop strings go through the real engine, detokenizer,
+parsers, HTTP and SSE (the trained model's own output: test_serve_real_model.py). Also: errors
+(401, 400, 404, 413, 429), usage against /tokenize, seeds, logprobs, n, completions, a bounded
+load test with disconnects, and SIGTERM draining.
 
 Run: build/venv/bin/python tests/python/test_serve.py   (MYRIAD_BINARY = the myriad executable)
 """

@@ -113,7 +113,7 @@ def _split(text):
 TRAIN_CITIES = _split(TRAIN_CITIES)
 HELD_OUT_CITIES = _split(HELD_OUT_CITIES)
 
-# Made-up names from syllables, so the model learns to copy a city rather than recall one.
+# Pieces of made-up place names (pseudo_city).
 _SYL = ["ka", "lo", "ven", "mar", "tis", "bel", "dor", "an", "ru", "sel", "mi", "tor", "quin",
         "za", "vel", "hol", "dra", "nis", "per", "gal", "ost", "um", "bri", "sko", "lin", "fa",
         "rey", "ish", "cor", "vak", "ne", "ju", "tam", "ber", "oz", "wyn", "ché", "lü", "så",
@@ -122,47 +122,135 @@ _CITY_WORDS = ["New", "Port", "San", "Santa", "Saint", "Fort", "Lake", "North", 
                "West", "Upper", "Lower", "Old", "Mount", "Bay of", "El", "La", "Los", "Nueva"]
 
 
+_HELD_OUT_RE = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(c) for c in HELD_OUT_CITIES) +
+                          r")(?!\w)")
+
+
+def _markov_table(names):
+    """Order-2 letter transitions of the training cities' words ('^' starts, '$' ends)."""
+    table = {}
+    for name in names:
+        for word in re.split(r"[ \-.]+", name):
+            if len(word) < 3:
+                continue
+            w = "^^" + word.lower() + "$"
+            for i in range(2, len(w)):
+                table.setdefault(w[i - 2:i], []).append(w[i])
+    return table
+
+
+_MARKOV = _markov_table(TRAIN_CITIES)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_ACCENTED = "áàâäãåæçčćéèêëěíìîïłńñňóòôöõøőřśšșțúùûüůűýžźż"
+_PLACE_WORDS = ["Falls", "Bay", "Harbor", "Springs", "Valley", "Heights", "Beach", "Creek", "Park",
+                "Point", "City", "Town", "Hills", "Ridge", "Crossing", "Junction", "Rock", "Field"]
+
+
+def _markov_word(r):
+    while True:
+        state, out = "^^", ""
+        while len(out) < 14:
+            c = r.choice(_MARKOV[state])
+            if c == "$":
+                break
+            out += c
+            state = state[1] + c
+        if len(out) >= 3:
+            return out.capitalize()
+
+
+def _random_word(r):
+    n = r.randint(3, 11)
+    word = "".join(r.choice(_ACCENTED) if r.random() < 0.06 else r.choice(_LETTERS)
+                   for _ in range(n))
+    return word.capitalize()
+
+
 def pseudo_city(r):
-    n = r.choice([2, 2, 3, 3, 4])
-    word = "".join(r.choice(_SYL) for _ in range(n)).capitalize()
+    """A made-up place name, so the model learns to copy a city rather than recall one: letters
+    after the training cities (order-2 Markov), syllables, random letters, or English words."""
     roll = r.random()
-    if roll < 0.2:
+    if roll < 0.5:
+        word = _markov_word(r)
+    elif roll < 0.7:
+        word = "".join(r.choice(_SYL) for _ in range(r.choice([2, 2, 3, 3, 4]))).capitalize()
+    elif roll < 0.85:
+        word = _random_word(r)
+    else:
+        return f"{r.choice(_WORDS).capitalize()} {r.choice(_PLACE_WORDS)}"
+    roll = r.random()
+    if roll < 0.15:
         return f"{r.choice(_CITY_WORDS)} {word}"
+    if roll < 0.25:
+        return f"{word} {_markov_word(r)}"
     if roll < 0.3:
-        other = "".join(r.choice(_SYL) for _ in range(2)).capitalize()
-        return f"{word} {other}"
-    if roll < 0.35:
-        other = "".join(r.choice(_SYL) for _ in range(2)).capitalize()
-        return f"{word}-{other}"
+        return f"{word}-{_markov_word(r)}"
     return word
 
 
-_HELD_OUT_SET = set(HELD_OUT_CITIES)
-
-
 def training_city(r):
-    if r.random() < 0.5:
+    if r.random() < 0.3:
         return r.choice(TRAIN_CITIES)
     while True:
         c = pseudo_city(r)
-        if c not in _HELD_OUT_SET:
+        if not _HELD_OUT_RE.search(c):  # no held-out city, not even as a word of a longer name
             return c
 
 
 # --- phrasings: training and held-out lists are disjoint ---------------------------------------
 # {e} is an arithmetic expression "a op b"; {c} a city; {k} a name of a lookup key.
 
-ARITH_PREFIXES = ["", "", "", "Hi! ", "Hey, ", "Quick question: ", "Math time. ", "Hello. ",
-                  "OK. ", "Homework help: "]
-ARITH_CORES = ["What is {e}?", "What's {e}?", "Compute {e}.", "Calculate {e}.", "How much is {e}?",
-               "Work out {e}.", "Evaluate {e}.", "{e} = ?", "{e}", "{e} =", "Solve {e}.",
-               "Find {e}.", "Tell me {e}.", "Give me {e}.", "Do {e} for me.", "Can you calculate {e}?",
-               "Please compute {e}.", "I need to know {e}.", "Result of {e}?", "what is {e}",
-               "{e}?", "Help me with {e}.", "Figure out {e}.", "what's {e} equal to?",
-               "How much does {e} make?", "Can you do {e}?", "Answer this: {e}", "Count {e}.",
-               "I wonder what {e} is.", "Tell me the answer to {e}."]
-ARITH_SUFFIXES = ["", "", "", " Thanks!", " Please.", " Thank you.", " I need it for homework.",
-                  " Be quick.", " :)"]
+# Training phrasings come from a small grammar (stems x endings), a few hundred per task, so the
+# model learns the task from the numbers, the city or the key rather than from a fixed wording;
+# the held-out phrasings below are written separately and removed from the grammar's output.
+
+def _grammar(stems, endings, extra, held_out):
+    out, seen, held = [], set(), set(held_out)
+    for s in stems:
+        for e in endings:
+            t = s + e
+            if t not in seen and t not in held:
+                seen.add(t)
+                out.append(t)
+    for t in extra:
+        if t not in seen and t not in held:
+            seen.add(t)
+            out.append(t)
+    return out
+
+
+TRAIN_PREFIXES = ["", "", "", "", "", "", "Hi! ", "Hi, ", "Hey, ", "Hey! ", "Hello. ", "Hello! ",
+                  "Hi there. ", "Quick question: ", "Quick one: ", "OK. ", "OK, ", "Ok so ",
+                  "Alright. ", "So, ", "Please, ", "Yo, ", "Sorry, ", "One more thing: ", "Next: ",
+                  "Another one: ", "Good evening. ", "Morning! ", "Hey assistant, ", "Well, ",
+                  "Hmm. ", "Now, ", "Right. ", "Math time. ", "Homework help: ",
+                  "Good afternoon. ", "Nice day! ", "Happy Friday! ", "Have a good day. ",
+                  "Good night. ", "Lovely day, ", "Hi, good to see you. "]
+TRAIN_SUFFIXES = ["", "", "", "", "", "", " Thanks!", " Thanks.", " Thank you.", " Please.",
+                  " Be quick.", " :)", " Thanks a lot!", " Much appreciated.", " ty", " Ta.",
+                  " I need it for homework.", " Asking for a friend.", " Short answer please.",
+                  " Thank you!", " Quickly please."]
+ARITH_PREFIXES, ARITH_SUFFIXES, TOOL_PREFIXES = TRAIN_PREFIXES, TRAIN_SUFFIXES, TRAIN_PREFIXES
+
+_ARITH_STEMS = ["What is {e}", "What's {e}", "what is {e}", "whats {e}", "How much is {e}",
+                "What's the result of {e}", "What is the answer to {e}", "What's the value of {e}",
+                "Tell me {e}", "Give me {e}", "Show me {e}", "Find {e}", "Compute {e}",
+                "Calculate {e}", "Work out {e}", "Evaluate {e}", "Solve {e}", "Figure out {e}",
+                "Do {e}", "Count {e}", "Check {e}", "Get me {e}", "Can you compute {e}",
+                "Can you calculate {e}", "Can you work out {e}", "Can you do {e}",
+                "Could you compute {e}", "Could you calculate {e}", "Would you calculate {e}",
+                "Please compute {e}", "Please calculate {e}", "Please work out {e}",
+                "Please solve {e}", "I need {e}", "I need the answer to {e}",
+                "I want the result of {e}", "Help me with {e}", "Help me compute {e}", "Try {e}",
+                "Result of {e}", "The answer to {e}", "Value of {e}", "I need to know {e}",
+                "Tell me the answer to {e}", "How much does {e} make", "what's {e} equal to",
+                "Answer this: {e}", "Quick: {e}", "Math: {e}", "Sum this up: {e}"]
+_ARITH_ENDINGS = ["?", ".", "", "!", " please.", " please?", " for me.", " for me?", " now.",
+                  ", please."]
+_ARITH_EXTRA = ["{e}", "{e} = ?", "{e} =", "{e}?", "{e} is what?", "{e} makes what?",
+                "{e} gives what?", "{e} = what?", "{e} is?", "{e} -> ?", "{e} is how much?",
+                "{e} comes to what?", "I wonder what {e} is.", "Tell me what {e} comes to.",
+                "{e}, what is it?", "{e}: the answer?", "So {e} is...?"]
 
 HELD_OUT_ARITH_PREFIXES = ["", "", "Hey there! ", "Question: ", "Okay, ", "Good day. "]
 HELD_OUT_ARITH_CORES = ["Could you tell me what {e} is?", "What does {e} equal?",
@@ -171,31 +259,64 @@ HELD_OUT_ARITH_CORES = ["Could you tell me what {e} is?", "What does {e} equal?"
                         "Mind computing {e}?", "Please evaluate {e} for me.",
                         "What would {e} be?"]
 HELD_OUT_ARITH_SUFFIXES = ["", "", " Cheers.", " Thx."]
+ARITH_CORES = _grammar(_ARITH_STEMS, _ARITH_ENDINGS, _ARITH_EXTRA, HELD_OUT_ARITH_CORES)
 
-WEATHER_CORES = ["What's the weather in {c}?", "How is the weather in {c} today?", "Weather in {c}?",
-                 "Is it raining in {c}?", "What's the weather like in {c} right now?",
-                 "Tell me the weather for {c}.", "Check the weather in {c}.", "How hot is it in {c}?",
-                 "Do I need an umbrella in {c}?", "What's the temperature in {c}?",
-                 "Get me the weather in {c} please.", "{c} weather?", "In {c}, what is the weather?",
-                 "I am in {c}. What's the weather?", "weather {c}", "Is it sunny in {c}?",
-                 "What is the current weather in {c}?", "How cold is it in {c}?",
-                 "Please check the weather for {c}.", "Going to {c} today. How's the weather?"]
+_WEATHER_STEMS = ["What's the weather in {c}", "What is the weather in {c}",
+                  "what's the weather in {c}", "How's the weather in {c}",
+                  "How is the weather in {c}", "What's the weather like in {c}",
+                  "What is the weather like today in {c}", "Weather in {c}", "weather in {c}",
+                  "Weather for {c}", "Current weather in {c}", "Current weather for {c}",
+                  "Today's weather in {c}", "Tell me the weather in {c}",
+                  "Tell me the weather for {c}", "Check the weather in {c}",
+                  "Check the weather for {c}", "Please check the weather in {c}",
+                  "Get the weather for {c}", "Get me the weather in {c}",
+                  "Give me the weather in {c}", "Show me the weather in {c}",
+                  "Can you check the weather in {c}", "Can you tell me the weather in {c}",
+                  "Could you check the weather in {c}", "Would you check the weather for {c}",
+                  "I need the weather in {c}", "I want the weather for {c}",
+                  "Look up the weather in {c}", "Weather update for {c}",
+                  "Weather conditions in {c}", "What's the temperature in {c}",
+                  "What is the temperature in {c}", "How warm is it in {c}",
+                  "How hot is it in {c}", "How cold is it in {c}", "Is it raining in {c}",
+                  "Is it snowing in {c}", "Is it sunny in {c}", "Is it windy in {c}",
+                  "Is it warm in {c}", "Do I need an umbrella in {c}", "Do I need a jacket in {c}",
+                  "Should I bring a coat in {c}", "Any rain in {c}", "Any snow in {c}",
+                  "Is there fog in {c}", "What's it like outside in {c}",
+                  "How are things outside in {c}", "Temperature in {c}", "{c} weather",
+                  "weather {c}", "{c}: weather", "{c}, weather", "{c} temperature"]
+_WEATHER_ENDINGS = ["?", "", ".", " today?", " right now?", " now?", " please.", " please?",
+                    " this morning?", " tonight?", "!"]
+_WEATHER_EXTRA = ["I am in {c}. What's the weather?", "I'm in {c} today. How's the weather?",
+                  "Going to {c} today. How's the weather?", "I'm traveling to {c}. Is it raining?",
+                  "Flying to {c} tomorrow. What's the weather now?",
+                  "My friend lives in {c}. What's the weather there?",
+                  "In {c}, what is the weather?", "In {c} right now: sunny or rainy?",
+                  "Planning a walk in {c}. Weather?", "Weather? {c}.", "{c} - how's the weather?",
+                  "Is it nice out in {c}?", "What should I wear in {c} today?"]
 HELD_OUT_WEATHER_CORES = ["Can you look up the current weather in {c}?",
                           "I'm heading to {c}, what's the weather there?",
                           "Forecast for {c} right now?", "Is it cold in {c} at the moment?",
                           "Weather report for {c}, please.", "What are conditions like in {c}?",
                           "Could you find out the weather in {c}?", "{c}: weather now?"]
 
-LOOKUP_CORES = ["What is the {k}?", "Tell me the {k}.", "I need the {k}.", "Look up the {k}.",
-                "What's our {k}?", "Do you know the {k}?", "Can you find the {k}?", "{k}?",
-                "Please get me the {k}.", "What is our {k}, please?", "Give me the {k}.",
-                "I forgot the {k}. What is it?"]
+_LOOKUP_STEMS = ["What is the {k}", "What's the {k}", "What's our {k}", "What is our {k}",
+                 "Tell me the {k}", "Tell me our {k}", "Give me the {k}", "Get me the {k}",
+                 "Show me the {k}", "Look up the {k}", "Please look up the {k}", "Find the {k}",
+                 "Can you find the {k}", "Can you look up the {k}", "Could you look up the {k}",
+                 "Do you know the {k}", "I need the {k}", "I need our {k}", "Please get me the {k}",
+                 "I'm looking for the {k}", "Send me the {k}", "Share the {k}",
+                 "Where can I find the {k}", "What's the current {k}", "Which is the {k}",
+                 "{k}", "The {k}", "Our {k}"]
+_LOOKUP_ENDINGS = ["?", ".", "", " please.", " please?", ", please.", "!", " now?"]
+_LOOKUP_EXTRA = ["I forgot the {k}. What is it?", "{k} - what is it?", "Quick: the {k}?",
+                 "What is our {k}, please?", "Need the {k} asap.", "Do we have a {k}? What is it?"]
 HELD_OUT_LOOKUP_CORES = ["Could you check the {k} for me?", "Remind me of the {k}.",
                          "Please fetch the {k}.", "Hey, what was the {k} again?",
                          "I'd like to know the {k}."]
 
-TOOL_PREFIXES = ["", "", "", "Hi! ", "Hey, ", "Hello. ", "Quick one: "]
 HELD_OUT_TOOL_PREFIXES = ["", "", "Good morning. ", "Excuse me, "]
+WEATHER_CORES = _grammar(_WEATHER_STEMS, _WEATHER_ENDINGS, _WEATHER_EXTRA, HELD_OUT_WEATHER_CORES)
+LOOKUP_CORES = _grammar(_LOOKUP_STEMS, _LOOKUP_ENDINGS, _LOOKUP_EXTRA, HELD_OUT_LOOKUP_CORES)
 
 # --- arithmetic -------------------------------------------------------------------------------
 
@@ -213,10 +334,16 @@ def arith_expression(a, op, b, words=False, spaced=True):
 
 def arith_reasoning(a, op, b):
     """The think of a direct answer: the sum as written; products with a scratchpad that splits
-    the second factor into tens and units (a 4-layer model needs the steps)."""
+    a two-digit factor into tens and units (the second, unless only the first has two digits;
+    a 4-layer model needs the steps)."""
     r = arith_value(a, op, b)
-    if op != "*" or b < 10:
+    if op != "*" or (a < 10 and b < 10):
         return f"{a} {op} {b} = {r}."
+    if b < 10:  # one digit times two: split the first factor
+        t, u = a - a % 10, a % 10
+        if u == 0:
+            return f"{a} * {b} = {t // 10} * {b} * 10 = {t // 10 * b} * 10 = {r}."
+        return f"{a} * {b} = {t} * {b} + {u} * {b} = {t * b} + {u * b} = {r}."
     t, u = b - b % 10, b % 10
     if u == 0:
         return f"{a} * {b} = {a} * {t // 10} * 10 = {a * t // 10} * 10 = {r}."
@@ -243,7 +370,51 @@ def _arith_request(r, a, op, b, held_out):
     words = r.random() < 0.4
     spaced = held_out or r.random() < 0.85
     e = arith_expression(a, op, b, words=words, spaced=spaced)
-    return r.choice(pre) + r.choice(core).format(e=e) + r.choice(suf)
+    if not held_out and r.random() < 0.2:
+        return _casing(r, r.choice(pre) + _noisy_arith_core(r, e) + r.choice(suf), held_out)
+    return _casing(r, r.choice(pre) + r.choice(core).format(e=e) + r.choice(suf), held_out)
+
+
+# Common words for noise in training requests: an unknown verb before an expression, words
+# after a city or a key. The model must find the numbers, the city or the key whatever
+# surrounds them (held-out phrasings use words training never puts there).
+_NOISE_WORDS = """about above actually after again almost already also always another any
+around away back because before being below better between both brief busy careful certain
+clear close coming could daily dear during early easy either else enough even every exactly
+fair fast final first for free from full further given good great half happy hard here high
+honest just kind known last late later least less little long lovely main maybe more most much
+near never new next nice now often okay only open other over own perhaps plain please possible
+pretty proper quick quite rather ready real really recent right round same second short simple
+since small so soon still such sure that then there these this those through today together
+tomorrow too total true under until usual very well while whole with within without yet
+alpha bravo delta echo gamma kappa lambda omega sigma zeta apple banana cherry grape melon
+orange peach pear plum berry carrot pepper onion garlic basil table chair window door floor
+paper pencil marker folder ticket budget report figure number answer question problem puzzle
+sum math value result total count day week month morning evening time year""".split()
+_NOISE_WORDS = [w for w in _NOISE_WORDS if not _HELD_OUT_RE.search(w.capitalize())]
+
+
+def _noise(r, lo=1, hi=3):
+    return " ".join(r.choice(_NOISE_WORDS) for _ in range(r.randint(lo, hi)))
+
+
+def _noisy_arith_core(r, e):
+    """An unseen lead word or two before the expression, or words after it."""
+    if r.random() < 0.5:
+        return f"{_noise(r, 1, 2).capitalize()} {e}{r.choice(_ARITH_ENDINGS)}"
+    return f"{r.choice(ARITH_CORES).format(e=e)} {_noise(r)}{r.choice(['', '.', '?'])}"
+
+
+def _casing(r, text, held_out):
+    """Training requests are sometimes all lower case or start lower case, as people type."""
+    if held_out:
+        return text
+    roll = r.random()
+    if roll < 0.06:
+        return text.lower()
+    if roll < 0.12:
+        return text[:1].lower() + text[1:]
+    return text
 
 
 # --- tool results -----------------------------------------------------------------------------
@@ -416,14 +587,22 @@ def _tool_request(r, tool, held_out=False):
         city = r.choice(HELD_OUT_CITIES) if held_out else training_city(r)
         core = r.choice(HELD_OUT_WEATHER_CORES if held_out else WEATHER_CORES)
         value = weather_value(r)
-        return {"text": r.choice(prefixes) + core.format(c=city), "arguments": {"city": city},
+        if not held_out and r.random() < 0.2:  # words after the city
+            core = r.choice(_WEATHER_STEMS) + f" {_noise(r)}" + r.choice(["?", "", "."])
+        text = r.choice(prefixes) + core.format(c=city)
+        if not held_out and r.random() < 0.06:  # lower case, the city as written
+            text = (r.choice(prefixes) + core).lower().replace("{c}", city)
+        return {"text": text, "arguments": {"city": city},
                 "value": value, "answer": weather_answer(r, city, value), "mention": city}
     if tool == "lookup":
         key = r.choice(list(LOOKUP_KEYS))
         name = r.choice(LOOKUP_KEYS[key])
         core = r.choice(HELD_OUT_LOOKUP_CORES if held_out else LOOKUP_CORES)
         value = lookup_value(r, key)
-        return {"text": r.choice(prefixes) + core.format(k=name), "arguments": {"key": key},
+        if not held_out and r.random() < 0.15:  # words after the key's name
+            core = r.choice(_LOOKUP_STEMS) + f" {_noise(r)}" + r.choice(["?", "", "."])
+        return {"text": _casing(r, r.choice(prefixes) + core.format(k=name), held_out),
+                "arguments": {"key": key},
                 "value": value, "answer": lookup_answer(r, name, value), "mention": name}
     a, op, b = _arith_operands(r, big=r.random() < 0.5)
     if held_out:
@@ -436,13 +615,13 @@ def _tool_request(r, tool, held_out=False):
 
 def _training_example(r):
     roll = r.random()
-    if roll < 0.45:  # arithmetic without tools: answer directly
+    if roll < 0.40:  # arithmetic without tools: answer directly
         a, op, b = _arith_operands(r)
         msgs = [user(_arith_request(r, a, op, b, False)),
                 assistant(arith_reasoning(a, op, b), arith_answer(a, op, b))]
         return {"tools": None, "messages": _with_system(r, msgs), "train_calls": False}
     if roll < 0.85:  # a tool request, or the answer after its result
-        tool = r.choices(["get_weather", "calculate", "lookup"], weights=[1.2, 1, 1])[0]
+        tool = r.choices(["get_weather", "calculate", "lookup"], weights=[1.5, 1, 1])[0]
         q = _tool_request(r, tool)
         call = tool_call_message(r.choice(CALL_REASONING[tool]), tool, q["arguments"])
         msgs = _with_system(r, [user(q["text"])])

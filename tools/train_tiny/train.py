@@ -2,12 +2,15 @@
 """Trains models/myriad-tiny (issue 9): a 4.45 M-parameter DeepSeek-V3-architecture chat model
 that reasons (`<think>…</think>`), does two-operand arithmetic and calls tools in Kimi-K2's format.
 
-One run, end to end (about 7.5 minutes on one H200 with the defaults):
-  1. data: tasks.make_training_examples rendered with the shipped chat template and tokenized,
-     in parallel; loss on the assistant turns only; plus this repository's Markdown as plain text;
+One run, end to end (about 7.2 minutes on one H200 with the defaults):
+  1. data: tasks.make_training_examples rendered with the shipped chat template and tokenized by
+     worker processes while training runs (each epoch takes the shards made so far); loss on the
+     assistant turns only; plus this repository's Markdown as plain text;
   2. training: the compact torch model of model.py, AdamW, warm-up then cosine decay driven by
-     elapsed time (--minutes), bf16 autocast and torch.compile on CUDA, length-bucketed
-     batches, aux-loss-free balancing of the experts (router bias nudged from the load);
+     elapsed time (--minutes), bf16 autocast, batches of one length bucket (multiples of 64
+     tokens) so that on CUDA each bucket's whole step (forward, backward, clipping, AdamW, router
+     bias) is one CUDA graph, aux-loss-free balancing of the experts (router bias nudged from the
+     load);
   3. export to --out: model.safetensors (BF16, router bias F32, the published DeepSeek-V3 tensor
      names of tools/make_shipped_model.py), config.json, generation_config.json and the tokenizer
      files and chat template copied unchanged from the shipped model;
@@ -34,6 +37,7 @@ import random
 import shutil
 import struct
 import sys
+import threading
 import time
 
 import numpy as np
@@ -47,13 +51,14 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 
 import chat  # noqa: E402
 import tasks  # noqa: E402
-from model import MoE, TinyDeepseekV3  # noqa: E402
+from model import TinyDeepseekV3  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
 SHIPPED = os.path.join(REPO, "models", "myriad-tiny")
 TOKENIZER_FILES = ["tiktoken.model", "tokenizer_config.json", "chat_template.jinja"]
 PAD, EOS, IM_END = 4095, 3841, 3842
 MAX_LEN = 512
+BUCKET = 64  # batch lengths are multiples of this
 PIN = torch.cuda.is_available()
 EVAL_SEED = 90210
 LOG = None
@@ -114,156 +119,310 @@ def english_chunks(tok, n_tokens, seed, chunk=256):
 
 
 class Pool:
-    """All training sequences, flat, with per-sequence offsets; batches of similar lengths."""
+    """Training sequences, kept in the parts the data workers made (no concatenation), and
+    batches of one length bucket each: rows padded to a multiple of BUCKET tokens, as many rows
+    as fit in --batch-tokens, so every batch of a bucket has the same shapes (CUDA graphs)."""
 
     def __init__(self, parts):
-        self.tokens = np.concatenate([p[0] for p in parts])
-        self.learn = np.concatenate([p[1] for p in parts])
+        self.parts = parts
+        starts = [np.concatenate([[0], np.cumsum(p[2])[:-1]]).astype(np.int64) for p in parts]
         self.lengths = np.concatenate([p[2] for p in parts]).astype(np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])
+        self.part = np.concatenate([np.full(len(p[2]), i, np.int32) for i, p in enumerate(parts)])
+        self.offsets = np.concatenate(starts)
+        self.learned = np.concatenate([np.add.reduceat(p[1].astype(np.int64), s) if len(s) else
+                                       np.zeros(0, np.int64) for p, s in zip(parts, starts)])
+        self.tokens = int(self.lengths.sum())
+        self.learn_share = float(self.learned.sum()) / max(1, self.tokens)
 
     def epoch_batches(self, rng, batch_tokens):
-        order = rng.permutation(len(self.lengths))
+        """[(T, rows, idx)] in random order; T = the bucket (padded length)."""
+        bucket = -(-self.lengths // BUCKET) * BUCKET
         batches = []
-        group = 4096  # sort by length within groups: similar lengths, still shuffled
-        for g in range(0, len(order), group):
-            idx = order[g:g + group]
-            idx = idx[np.argsort(self.lengths[idx], kind="stable")]
-            start = 0
-            while start < len(idx):
-                end = start
-                while end < len(idx) and (end - start + 1) * self.lengths[idx[end]] <= batch_tokens:
-                    end += 1
-                end = max(end, start + 1)
-                batches.append(idx[start:end])
-                start = end
-        rng.shuffle(batches)
-        return batches
+        for t in np.unique(bucket):
+            idx = np.flatnonzero(bucket == t)
+            rng.shuffle(idx)
+            rows = max(1, batch_tokens // int(t))
+            batches += [(int(t), rows, idx[s:s + rows]) for s in range(0, len(idx), rows)]
+        order = rng.permutation(len(batches))
+        return [batches[i] for i in order]
 
-    def batch(self, idx):
-        """(ids [B, T], where [K], targets [K]): where = flat indices into the [B, T-1] grid of
-        positions whose next token is learned, so the loss needs no boolean mask (a sync) on CUDA."""
-        t = int(self.lengths[idx].max())
-        ids = np.full((len(idx), t), PAD, np.int64)
-        learn = np.zeros((len(idx), t), np.bool_)
+    def batch(self, t, rows, idx, cap, rng):
+        """Fixed shapes for bucket t: ids [rows, t] (PAD-filled), where [cap] (flat indices into
+        the [rows, t-1] grid of positions whose next token is learned; padded with 0), targets
+        [cap] and weights [cap] (1 for a learned position, 0 for padding). A batch with more
+        learned positions than cap keeps a random cap of them."""
+        ids = np.full((rows, t), PAD, np.int64)
+        learn = np.zeros((rows, t), np.bool_)
         for row, i in enumerate(idx):
-            o, n = self.offsets[i], self.lengths[i]
-            ids[row, :n] = self.tokens[o:o + n]
-            learn[row, :n] = self.learn[o:o + n]
+            p, o, n = self.parts[self.part[i]], self.offsets[i], self.lengths[i]
+            ids[row, :n] = p[0][o:o + n]
+            learn[row, :n] = p[1][o:o + n]
         where = np.flatnonzero(learn[:, 1:])
+        dropped = max(0, len(where) - cap)
+        if dropped:
+            where = np.sort(rng.choice(where, cap, replace=False))
         targets = ids[:, 1:].reshape(-1)[where]
-        return (torch.from_numpy(ids).pin_memory() if PIN else torch.from_numpy(ids),
-                torch.from_numpy(where), torch.from_numpy(targets))
+        n = len(where)
+        weights = np.zeros(cap, np.float32)
+        weights[:n] = 1
+        where = np.concatenate([where, np.zeros(cap - n, np.int64)])
+        targets = np.concatenate([targets, np.zeros(cap - n, np.int64)])
+        out = [torch.from_numpy(x) for x in (ids, where, targets, weights)]
+        if PIN:
+            out = [x.pin_memory() for x in out]
+        return out, n, dropped
 
 
-def build_pool(args, tok):
-    t0 = time.time()
-    shard = 2000
-    jobs = [(args.seed, s, min(shard, args.examples - s * shard))
-            for s in range((args.examples + shard - 1) // shard)]
-    workers = args.workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    with mp.get_context("fork").Pool(workers, _worker_init, (SHIPPED,)) as p:
-        parts = p.map(_make_shard, jobs, chunksize=1)
-    chat_tokens = sum(len(p[0]) for p in parts)
-    text = english_chunks(tok, int(chat_tokens * args.text_share), args.seed)
-    if text:
-        parts.append((np.array([x for c in text for x in c], np.uint16),
-                      np.ones(sum(len(c) for c in text), np.uint8),
-                      np.array([len(c) for c in text], np.int32)))
-    pool = Pool(parts)
-    log(f"data: {len(pool.lengths):,} sequences, {len(pool.tokens):,} tokens "
-        f"({pool.learn.mean() * 100:.0f} % learned; {len(text)} text chunks), "
-        f"{workers} workers, {time.time() - t0:.1f} s")
-    return pool
+class DataFeed:
+    """The training pool, made by worker processes while training runs: shards arrive in the
+    background; each epoch takes every shard that has arrived by its start."""
+
+    def __init__(self, args, tok):
+        self.t0 = time.time()
+        shard = 2000
+        jobs = [(args.seed, s, min(shard, args.examples - s * shard))
+                for s in range((args.examples + shard - 1) // shard)]
+        self.n_jobs = len(jobs)
+        self.workers = args.workers or max(1, min(len(jobs), (os.cpu_count() or 2) - 1))
+        self.parts, self.done, self.error = [], False, None
+        self._mp = mp.get_context("fork").Pool(self.workers, _worker_init, (SHIPPED,))
+        it = self._mp.imap_unordered(_make_shard, jobs, chunksize=1)
+        self._thread = threading.Thread(target=self._collect, args=(it,), daemon=True)
+        self._thread.start()
+        # Plain text: --text-share of the chat tokens, estimated from the first shard.
+        self.wait(1)
+        p = self.parts[0]
+        chat_tokens = len(p[0]) * args.examples / max(1, len(p[2]))
+        text = english_chunks(tok, int(chat_tokens * args.text_share), args.seed)
+        self.text_tokens = np.array([x for c in text for x in c], np.uint16)
+        self.text_lengths = np.array([len(c) for c in text], np.int32)
+        self.n_text = 0
+
+    def _collect(self, it):
+        try:
+            for part in it:
+                self.parts.append(part)
+        except Exception as e:  # noqa: BLE001 - reported by wait()
+            self.error = e
+        self.done = True
+
+    def wait(self, n):
+        while len(self.parts) < min(n, self.n_jobs) and not self.done:
+            time.sleep(0.05)
+        if self.error is not None:
+            raise RuntimeError(f"data worker failed: {self.error}")
+
+    def text_part(self, n_parts):
+        """The plain-text chunks in proportion to the chat shards that have arrived."""
+        self.n_text = len(self.text_lengths) * n_parts // self.n_jobs
+        n = int(self.text_lengths[:self.n_text].sum())
+        if not self.n_text:
+            return []
+        return [(self.text_tokens[:n], np.ones(n, np.uint8), self.text_lengths[:self.n_text])]
+
+    def snapshot(self):
+        parts = list(self.parts)
+        pool = Pool(parts + self.text_part(len(parts)))
+        log(f"data: {len(pool.lengths):,} sequences ({len(parts)}/{self.n_jobs} shards; "
+            f"{self.n_text} text chunks), {pool.tokens:,} tokens, "
+            f"{pool.learn_share * 100:.0f} % learned, at {time.time() - self.t0:.1f} s, "
+            f"{self.workers} workers")
+        if len(parts) == self.n_jobs:
+            self._mp.close()
+        return pool
 
 
 # --- training ----------------------------------------------------------------------------------
 
-def _loss(model, step_fn, ids, where, targets, use_amp):
-    """Cross-entropy on the learned positions only (lm_head runs on those alone)."""
-    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=use_amp):
-        h = step_fn(ids)
+def _loss(model, ids, where, targets, weights, use_amp):
+    """Cross-entropy on the learned positions only (lm_head runs on those alone); padding
+    positions have weight 0."""
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=use_amp,
+                        cache_enabled=False):
+        h = model.hidden(ids)
         h = h[:, :-1].reshape(-1, h.shape[-1]).index_select(0, where)
         logits = model.lm_head(h)
-    return F.cross_entropy(logits.float(), targets)
+    ce = F.cross_entropy(logits.float(), targets, reduction="none")
+    return (ce * weights).sum() / weights.sum().clamp(min=1.0)
 
 
-def train(args, cfg, pool, device):
+class Stepper:
+    """One optimiser step: forward, backward, clipping, AdamW and the router-bias nudge
+    (aux-loss-free balancing, DeepSeek-V3 §2.1.2). On CUDA each length bucket's step is captured
+    once as a CUDA graph and replayed (eagerly the step is bound by kernel launches); a failed
+    capture falls back to eager steps."""
+
+    def __init__(self, model, args, device, use_amp):
+        self.model, self.args, self.device, self.use_amp = model, args, device, use_amp
+        cuda = device.type == "cuda"
+        self.graphs = bool(args.graphs) and cuda
+        decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
+        no_decay = [p for n, p in model.named_parameters()
+                    if not (p.dim() >= 2 and "embed" not in n)]
+        self.params = decay + no_decay
+        lr = torch.tensor(args.lr, device=device) if self.graphs else args.lr
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                      {"params": no_decay, "weight_decay": 0.0}],
+                                     lr=lr, betas=(0.9, 0.95), eps=1e-8, fused=cuda,
+                                     capturable=self.graphs)
+        self.lr_t = lr if self.graphs else None
+        self.bias_rate = torch.tensor(args.bias_rate, device=device)
+        self.captured = {}  # bucket T -> (graph, static inputs, static loss)
+        self.pool = None
+
+    def set_lr(self, lr):
+        if self.lr_t is not None:
+            self.lr_t.fill_(lr)
+        else:
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+
+    def _eager(self, ids, where, targets, weights):
+        loss = _loss(self.model, ids, where, targets, weights, self.use_amp)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0, foreach=self.device.type == "cuda")
+        self.opt.step()
+        if not self.graphs:
+            self.opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for moe in self.model.moe_layers():
+                load = moe.last_load.float()
+                moe.e_score_correction_bias += self.bias_rate * torch.sign(load.mean() - load)
+        return loss
+
+    def _reset_step_counts(self):
+        for state in self.opt.state.values():
+            if "step" in state:
+                state["step"].zero_()
+
+    def capture(self, shapes):
+        """shapes: {T: (rows, cap)}. Per bucket: warm-up runs with learning rate, bias rate and
+        every loss weight 0 (no parameter moves), then the capture; the optimiser's step counts
+        are reset afterwards. False (and eager steps from then on) if anything fails."""
+        if not self.graphs:
+            return False
+        t0 = time.time()
+        saved_lr = float(self.lr_t)
+        self.lr_t.fill_(0.0)
+        self.bias_rate.fill_(0.0)
+        try:
+            for t, (rows, cap) in sorted(shapes.items()):
+                static = (torch.full((rows, t), PAD, dtype=torch.long, device=self.device),
+                          torch.zeros(cap, dtype=torch.long, device=self.device),
+                          torch.zeros(cap, dtype=torch.long, device=self.device),
+                          torch.zeros(cap, dtype=torch.float32, device=self.device))
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(2):
+                        self.opt.zero_grad(set_to_none=True)
+                        self._eager(*static)
+                torch.cuda.current_stream().wait_stream(side)
+                self.opt.zero_grad(set_to_none=True)
+                g = torch.cuda.CUDAGraph()
+                # One memory pool for all buckets: nothing a replay leaves behind is read after
+                # another bucket's replay except the parameters and optimiser state (outside it).
+                with torch.cuda.graph(g, pool=self.pool):
+                    loss = self._eager(*static)
+                if self.pool is None:
+                    self.pool = g.pool()
+                self.captured[t] = (g, static, loss)
+            self._reset_step_counts()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - fall back to eager steps
+            log(f"CUDA graphs: capture failed ({type(e).__name__}: {str(e)[:400]}); "
+                "training eagerly")
+            self.graphs, self.captured = False, {}
+            self.opt.zero_grad(set_to_none=True)
+            self._reset_step_counts()
+        self.lr_t.fill_(saved_lr)
+        self.bias_rate.fill_(self.args.bias_rate)
+        if self.graphs:
+            log(f"CUDA graphs: {len(self.captured)} buckets captured in {time.time() - t0:.1f} s "
+                f"(peak memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB)")
+        return self.graphs
+
+    def step(self, t, batch):
+        if self.graphs:
+            g, static, loss = self.captured[t]
+            for dst, src in zip(static, batch):
+                dst.copy_(src, non_blocking=True)
+            g.replay()
+            return loss
+        return self._eager(*[x.to(self.device, non_blocking=True) for x in batch])
+
+
+def loss_caps(pool, rng, batch_tokens):
+    """{T: (rows, cap)}: per bucket, room for 1.25 x the most learned positions of a batch in one
+    epoch of the pool (at least 1 Ki, at most every position). Buckets the pool lacks get every
+    position."""
+    most = {}
+    for t, rows, idx in pool.epoch_batches(rng, batch_tokens):
+        most[t] = max(most.get(t, 0), int(pool.learned[idx].sum()))
+    caps = {}
+    for t in range(BUCKET, MAX_LEN + 1, BUCKET):
+        rows = max(1, batch_tokens // t)
+        full = rows * (t - 1)
+        caps[t] = (rows, min(full, max(1024, int(most[t] * 1.25))) if t in most else full)
+    return caps
+
+
+def train(args, cfg, feed, device):
     torch.manual_seed(args.seed)
     model = TinyDeepseekV3(cfg)
     model.init_weights(args.seed)
     model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"model: {n_params:,} parameters")
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
-                            fused=device.type == "cuda")
-    step_fn, compiled = model.hidden, bool(args.compile)
-    if compiled:
-        step_fn = torch.compile(model.hidden, dynamic=True)
-        log("torch.compile: on (the first steps compile; their time counts in --minutes)")
     use_amp = device.type == "cuda" if args.amp is None else args.amp
+    stepper = Stepper(model, args, device, use_amp)
     rng = np.random.default_rng(args.seed)
+    feed.wait(args.first_shards)
+    pool = feed.snapshot()
+    caps = loss_caps(pool, np.random.default_rng(args.seed + 1), args.batch_tokens)
+    stepper.capture(caps)
+    log(f"steps: {'CUDA graphs' if stepper.graphs else 'eager'}; buckets (length x rows, loss "
+        "cap): " + ", ".join(f"{t}x{rows} ({cap})" for t, (rows, cap) in sorted(caps.items())))
     budget = args.minutes * 60
     t0 = time.time()
-    step = tokens = learned = 0
+    step = tokens = learned = dropped = 0
     loss_avg = None
     batches = []
     while True:
         elapsed = time.time() - t0
         if elapsed >= budget or (args.max_steps and step >= args.max_steps):
             break
-        # Linear warm-up over steps (so compile time does not eat it), cosine decay over time.
+        # Linear warm-up over steps, cosine decay over time (or steps, with --max-steps).
         progress = max(elapsed / budget, step / args.max_steps if args.max_steps else 0)
         lr = args.lr * min(1.0, (step + 1) / args.warmup_steps) * (
             args.final_lr + (1 - args.final_lr) * 0.5 * (1 + math.cos(math.pi * progress)))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        stepper.set_lr(lr)
         if not batches:
+            if step:
+                pool = feed.snapshot()
             batches = pool.epoch_batches(rng, args.batch_tokens)
-        ids, where, targets = pool.batch(batches.pop())
-        n_learned = len(where)
-        ids = ids.to(device, non_blocking=True)
-        where = where.to(device, non_blocking=True)
-        targets = targets.to(device, non_blocking=True)
-        try:
-            loss = _loss(model, step_fn, ids, where, targets, use_amp)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-        except Exception as e:  # noqa: BLE001 - a compile failure falls back to eager
-            if not compiled:
-                raise
-            log(f"torch.compile failed at step {step + 1} ({type(e).__name__}: {str(e)[:300]}); "
-                "training eagerly")
-            step_fn, compiled = model.hidden, False
-            loss = _loss(model, step_fn, ids, where, targets, use_amp)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        with torch.no_grad():  # aux-loss-free balancing (DeepSeek-V3 §2.1.2)
-            for moe in model.moe_layers():
-                load = moe.last_load.float()
-                moe.e_score_correction_bias += args.bias_rate * torch.sign(load.mean() - load)
+        t, rows, idx = batches.pop()
+        batch, n_learned, n_dropped = pool.batch(t, rows, idx, caps[t][1], rng)
+        loss = stepper.step(t, batch)
         step += 1
-        tokens += ids.numel()
+        tokens += int(pool.lengths[idx].sum())
         learned += n_learned
+        dropped += n_dropped
         if step % 50 == 0 or step == 1:
             lv = loss.item()
             loss_avg = lv if loss_avg is None else 0.9 * loss_avg + 0.1 * lv
             el = time.time() - t0
             log(f"step {step:6d}  {el:6.1f} s  lr {lr:.2e}  loss {lv:.4f} (avg {loss_avg:.4f})  "
                 f"{tokens / el:,.0f} tok/s")
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     el = time.time() - t0
-    log(f"trained: {step} steps, {tokens:,} tokens ({learned:,} learned) in {el:.1f} s "
-        f"({tokens / max(el, 1e-9):,.0f} tok/s)")
+    log(f"trained: {step} steps, {tokens:,} tokens ({learned:,} learned, {dropped:,} over a "
+        f"batch's loss cap left out) in {el:.1f} s ({tokens / max(el, 1e-9):,.0f} tok/s)")
     loads = [moe.e_score_correction_bias.tolist() for moe in model.moe_layers()]
     log("router biases:", json.dumps([[round(b, 4) for b in x] for x in loads]))
     return model, {"steps": step, "tokens": tokens, "learned_tokens": learned,
-                   "seconds": round(el, 1)}
+                   "seconds": round(el, 1), "cuda_graphs": stepper.graphs}
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -462,11 +621,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=SHIPPED, help="export folder (default models/myriad-tiny)")
     ap.add_argument("--report", help="folder for eval.json and train_log.txt (default --out)")
-    ap.add_argument("--minutes", type=float, default=6.5, help="training-loop wall time")
-    ap.add_argument("--examples", type=int, default=400_000, help="training pool size")
+    ap.add_argument("--minutes", type=float, default=6.8, help="training-loop wall time")
+    ap.add_argument("--examples", type=int, default=3_000_000, help="training pool size")
     ap.add_argument("--text-share", type=float, default=0.03,
                     help="plain English tokens as a share of the chat tokens")
-    ap.add_argument("--batch-tokens", type=int, default=65_536)
+    ap.add_argument("--batch-tokens", type=int, default=98_304)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--final-lr", type=float, default=0.05, help="end of the cosine, times --lr")
     ap.add_argument("--warmup-steps", type=int, default=300, help="linear lr warm-up steps")
@@ -476,9 +635,11 @@ def main():
                     "--quick 300)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--workers", type=int, default=0, help="data processes (0: all cores)")
-    ap.add_argument("--compile", action=argparse.BooleanOptionalAction,
-                    help="torch.compile the model (default: on with CUDA, off on the CPU); "
-                         "falls back to eager if compiling fails")
+    ap.add_argument("--graphs", action=argparse.BooleanOptionalAction, default=True,
+                    help="capture each length bucket's training step as a CUDA graph (CUDA "
+                         "only; falls back to eager steps if capturing fails)")
+    ap.add_argument("--first-shards", type=int, default=24,
+                    help="data shards (2,000 conversations each) to wait for before training")
     ap.add_argument("--amp", action=argparse.BooleanOptionalAction,
                     help="bf16 autocast in training (default: on with CUDA; --amp on the CPU "
                          "tries the CUDA run's precision)")
@@ -506,8 +667,6 @@ def main():
     LOG = open(os.path.join(report, "train_log.txt"), "w", encoding="utf-8")
     t_start = time.time()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if args.compile is None:
-        args.compile = device.type == "cuda"
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -523,8 +682,8 @@ def main():
     if args.eval_only:
         model = load_export(out, cfg).to(device)
     else:
-        pool = build_pool(args, tok)
-        model, info = train(args, cfg, pool, device)
+        feed = DataFeed(args, tok)
+        model, info = train(args, cfg, feed, device)
         export(model.cpu(), cfg, out)
         model.to(device)
     ev = tasks.make_eval_tasks(EVAL_SEED, n_arith=4, n_tool=3)
