@@ -36,6 +36,38 @@ TEST(RmsNorm, UsesEpsilonOnTinyInputs) {
     }
 }
 
+// add_rmsnorm is the residual add and the next norm in one pass: the same numbers, bit for bit,
+// as add then rmsnorm (so fusing them changes no model output).
+TEST(RmsNorm, AddRmsnormEqualsAddThenRmsnorm) {
+    CpuOps ops(2);
+    const int64_t rows = 7, d = 96;
+    HostTensor x(DType::F32, {rows, d}), y(DType::F32, {rows, d}), w(DType::F32, {d});
+    HostTensor x2(DType::F32, {rows, d}), out(DType::F32, {rows, d}), out2(DType::F32, {rows, d});
+    uint32_t s = 12345;
+    auto next = [&] {
+        s = s * 1664525u + 1013904223u;
+        return static_cast<float>(s >> 8) / 8388608.0f - 1.0f;
+    };
+    for (int64_t i = 0; i < rows * d; ++i) {
+        x.f32()[i] = x2.f32()[i] = 3.0f * next();
+        y.f32()[i] = next();
+    }
+    for (int64_t i = 0; i < d; ++i) w.f32()[i] = 1.0f + 0.5f * next();
+    Weight wt;
+    wt.rows = 1;
+    wt.cols = d;
+    wt.data = w.t;
+    ops.add_rmsnorm(x.t, y.t, wt, 1e-5f, out.t);
+    ops.add(x2.t, y.t);
+    ops.rmsnorm(x2.t, wt, 1e-5f, out2.t);
+    for (int64_t i = 0; i < rows * d; ++i) {
+        ASSERT_EQ(x.f32()[i], x2.f32()[i]) << "residual " << i;
+        ASSERT_EQ(out.f32()[i], out2.f32()[i]) << "normed " << i;
+    }
+    HostTensor bad(DType::F32, {rows, d + 1});
+    EXPECT_THROW(ops.add_rmsnorm(x.t, bad.t, wt, 1e-5f, out.t), std::exception);
+}
+
 // Logits of a random model whose `scaled` tensors are multiplied by 1e-3, under rms_norm_eps.
 std::vector<float> logits_with(double rms_norm_eps, const std::map<std::string, float>& scales) {
     TempDir dir;

@@ -69,20 +69,24 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
 
     Tensor x = ops_.scratch(DType::F32, {t_count, hidden});
     Tensor y = ops_.scratch(DType::F32, {t_count, hidden});
-    for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    // Each residual add is fused with the norm that follows it; x holds the normed input of
+    // the next sub-layer.
+    const int64_t n_layers = config_.num_hidden_layers;
+    if (n_layers > 0) ops_.rmsnorm(h, weights_.layers[0].input_norm, eps, x);
+    for (int64_t l = 0; l < n_layers; ++l) {
         const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-        ops_.rmsnorm(h, w.input_norm, eps, x);
         attention(w, cache.layer(l), step, x, y);
         comm_.all_reduce_sum(y);
-        ops_.add(h, y);
-
-        ops_.rmsnorm(h, w.post_attention_norm, eps, x);
+        ops_.add_rmsnorm(h, y, w.post_attention_norm, eps, x);
         if (w.moe)
             moe(w, x, y);
         else
             mlp(w.dense, x, y);
         comm_.all_reduce_sum(y);
-        ops_.add(h, y);
+        if (l + 1 < n_layers)
+            ops_.add_rmsnorm(h, y, weights_.layers[static_cast<size_t>(l + 1)].input_norm, eps, x);
+        else
+            ops_.add(h, y);
     }
 
     const int64_t n = static_cast<int64_t>(step.logit_rows.size());

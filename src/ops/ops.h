@@ -87,6 +87,9 @@ public:
     virtual void linear(Tensor x, const Weight& w, Tensor out) = 0;
     // x += y.
     virtual void add(Tensor x, Tensor y) = 0;
+    // The residual add fused with the next norm: x += y, then out = rmsnorm(x) (rows [T, D];
+    // the same arithmetic as add then rmsnorm, in one pass over x).
+    virtual void add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) = 0;
     // out = silu(gate) * up, all [T, I].
     virtual void silu_mul(Tensor gate, Tensor up, Tensor out) = 0;
     // out [N, D] = x [rows[i]] for the step's logit_rows.

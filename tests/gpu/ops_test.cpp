@@ -75,6 +75,30 @@ TEST_F(GpuOpsTest, EmbedRmsnormAddSiluMul) {
     EXPECT_LE(rel_err(fetch(so), sref), 1e-6);
 }
 
+// The residual add fused with the next norm, against the CPU's add then rmsnorm, with an F32
+// and a BF16 norm weight (checkpoints carry either) and a row longer than the block.
+TEST_F(GpuOpsTest, AddRmsnormFused) {
+    for (int64_t hidden : {64, 7168}) {
+        for (bool bf16 : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "hidden " << hidden << (bf16 ? " bf16" : " f32"));
+            const int64_t rows = 5;
+            auto x = randn(rows * hidden, 2.0f), y = randn(rows * hidden);
+            auto wf = randn(hidden);
+            auto wb = randn_bf16(hidden);
+            WeightSource src = bf16 ? bf16_source(wb, 1, hidden) : f32_vector_source(wf);
+            Weight wc = cpu.load_weight(src), wg = gpu->load_weight(src);
+            std::vector<float> xref = x, nref(x.size());
+            cpu.add(host(xref, {rows, hidden}), host(y, {rows, hidden}));
+            cpu.rmsnorm(host(xref, {rows, hidden}), wc, 1e-5f, host(nref, {rows, hidden}));
+            Tensor xd = dev(x, {rows, hidden}), yd = dev(y, {rows, hidden});
+            Tensor out = poisoned(DType::F32, {rows, hidden});
+            gpu->add_rmsnorm(xd, yd, wg, 1e-5f, out);
+            EXPECT_LE(rel_err(fetch(xd), xref), 1e-7);
+            EXPECT_LE(rel_err(fetch(out), nref), kF32Tol);
+        }
+    }
+}
+
 TEST_F(GpuOpsTest, GatherLogitRowsAndArgmax) {
     StepInput st = make_step({{1, 5}, {7, 7}, {3, 10}}, 16, 8, rng);
     begin_step(st);

@@ -17,6 +17,7 @@ import random
 import signal
 import socket
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -48,12 +49,13 @@ class Server:
     def __init__(self, *flags, env=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the server runs
         self.proc = subprocess.Popen(
             [BINARY, "serve", "--port", str(self.port), "--threads", "2", *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
         while time.time() < deadline:
-            assert self.proc.poll() is None, self.proc.stdout.read().decode()
+            assert self.proc.poll() is None, self.output()
             try:
                 if requests.get(self.url + "/health", timeout=1).status_code == 200:
                     return
@@ -62,8 +64,18 @@ class Server:
             time.sleep(0.1)
         raise RuntimeError("server did not become healthy")
 
+    def output(self):
+        """What the server printed so far."""
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
     def client(self, key="none", **kw):
         return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, **kw)
+
+    def post(self, path, body):
+        r = requests.post(self.url + path, json=body, timeout=120)
+        assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
+        return r.json()
 
     def metrics(self):
         out = {}

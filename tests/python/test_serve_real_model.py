@@ -25,24 +25,17 @@ import json
 import os
 import random
 import re
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
-import openai
 import pytest
-import requests
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BINARY = os.environ.get("MYRIAD_BINARY", os.path.join(REPO, "build", "myriad"))
 MODEL_DIR = os.path.join(REPO, "models", "myriad-tiny")
 MODEL = "myriad-tiny"
 sys.path.insert(0, os.path.join(REPO, "tools", "train_tiny"))
 
 import tasks  # noqa: E402
+from test_serve import Server  # noqa: E402
 
 MAX_TOKENS = 96  # the quality bar's budget; every answer here takes about 40
 # The clear margin, in nats, between the greedy token and any other. Another CPU (other SIMD
@@ -102,54 +95,10 @@ ARITH_CASES = [arith_case(23, "+", 45, "What is {e}?"),
 
 # --- the server -------------------------------------------------------------------------------
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self):
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.log = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the server runs
-        self.proc = subprocess.Popen(
-            [BINARY, "serve", MODEL_DIR, "--served-model-name", MODEL, "--port",
-             self.url.rsplit(":", 1)[1], "--threads", "2"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"{BINARY} serve exited: {self.log.read().decode()}")
-            try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("server did not become healthy")
-        self.client = openai.OpenAI(base_url=self.url + "/v1", api_key="none", max_retries=0,
-                                    timeout=120)
-
-    def post(self, path, body):
-        r = requests.post(self.url + path, json=body, timeout=120)
-        assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
-        return r.json()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def server():
-    s = Server()
+    s = Server(MODEL_DIR, "--served-model-name", MODEL)
+    s.openai = s.client(timeout=120)
     yield s
     s.stop()
 
@@ -317,7 +266,7 @@ def grade_arith(expected):
 # --- the client's view -------------------------------------------------------------------------
 
 def ask(server, messages, tools, stream, **kw):
-    return server.client.chat.completions.create(
+    return server.openai.chat.completions.create(
         model=MODEL, messages=messages, tools=tools, temperature=0, max_tokens=MAX_TOKENS,
         stream=stream, **kw)
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ops/cpu/cpu_dequant.h"
+#include "ops/norm_shapes.h"
 #include "ops/synthetic_weight.h"
 #include "util/error.h"
 
@@ -144,9 +145,7 @@ static void rmsnorm_row(const float* x, const float* w, int64_t d, float eps, fl
 }
 
 void CpuOps::rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) {
-    const int64_t d = x.dim(-1), rows = x.numel() / d;
-    MYRIAD_CHECK(w.rows * w.cols == d, "rmsnorm weight of {} values for rows of {}",
-                 w.rows * w.cols, d);
+    const int64_t d = x.dim(-1), rows = rmsnorm_rows(x, w);
     pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r)
             rmsnorm_row(x.ptr<float>() + r * d, w.data.ptr<float>(), d, eps,
@@ -182,6 +181,18 @@ void CpuOps::add(Tensor x, Tensor y) {
     float* a = x.ptr<float>();
     const float* b = y.ptr<float>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) a[i] += b[i];
+}
+
+void CpuOps::add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) {
+    const int64_t d = x.dim(-1), rows = add_rmsnorm_rows(x, y, w, out);
+    pool_.parallel_for(rows, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+            float* xr = x.ptr<float>() + r * d;
+            const float* yr = y.ptr<float>() + r * d;
+            for (int64_t i = 0; i < d; ++i) xr[i] += yr[i];
+            rmsnorm_row(xr, w.data.ptr<float>(), d, eps, out.ptr<float>() + r * d);
+        }
+    });
 }
 
 void CpuOps::silu_mul(Tensor gate, Tensor up, Tensor out) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/cuda/cuda_check.h"
+#include "ops/norm_shapes.h"
 #include "util/error.h"
 
 namespace myriad::cuda {
@@ -275,9 +276,7 @@ void CudaOps::embed(const Weight& table, int64_t vocab_begin, Tensor out) {
 }
 
 void CudaOps::rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) {
-    const int64_t d = x.dim(-1), rows = x.numel() / d;
-    MYRIAD_CHECK(w.rows * w.cols == d, "rmsnorm weight of {} values for rows of {}",
-                 w.rows * w.cols, d);
+    const int64_t d = x.dim(-1), rows = rmsnorm_rows(x, w);
     cuda::rmsnorm(x.ptr<float>(), w.data.data, w.data.dtype == DType::BF16, rows, d, eps,
                   out.ptr<float>(), stream_);
     check("rmsnorm");
@@ -287,6 +286,13 @@ void CudaOps::add(Tensor x, Tensor y) {
     MYRIAD_CHECK(x.numel() == y.numel(), "add: {} vs {}", x.shape_str(), y.shape_str());
     cuda::add(x.ptr<float>(), y.ptr<float>(), x.numel(), stream_);
     check("add");
+}
+
+void CudaOps::add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) {
+    const int64_t d = x.dim(-1), rows = add_rmsnorm_rows(x, y, w, out);
+    cuda::add_rmsnorm(x.ptr<float>(), y.ptr<float>(), w.data.data, w.data.dtype == DType::BF16,
+                      rows, d, eps, out.ptr<float>(), stream_);
+    check("add_rmsnorm");
 }
 
 void CudaOps::silu_mul(Tensor gate, Tensor up, Tensor out) {

@@ -81,6 +81,7 @@ class CudaOps final : public Ops {
     void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
     void linear(Tensor x, const Weight& w, Tensor out) override;
     void add(Tensor x, Tensor y) override;
+    void add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) override;
     void silu_mul(Tensor gate, Tensor up, Tensor out) override;
     void gather_logit_rows(Tensor x, Tensor out) override;
     void argmax(Tensor x, Tensor out) override;

@@ -52,6 +52,25 @@ __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t
         o[i] = weight_at(w, bf16, i) * (xr[i] * inv);
 }
 
+// One block per row: the residual add, then the norm of the sum, with rmsnorm_kernel's
+// summation order (so the result equals add then rmsnorm bit for bit).
+__global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool bf16, int64_t d,
+                                   float eps, float* out) {
+    float* xr = x + blockIdx.x * d;
+    const float* yr = y + blockIdx.x * d;
+    float* o = out + blockIdx.x * d;
+    float ss = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float v = xr[i] + yr[i];
+        xr[i] = v;
+        ss += v * v;
+    }
+    ss = block_sum(ss);
+    const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        o[i] = weight_at(w, bf16, i) * (xr[i] * inv);
+}
+
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x)
@@ -139,6 +158,13 @@ void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d
 
 void add(float* x, const float* y, int64_t n, cudaStream_t s) {
     if (n > 0) add_kernel<<<flat_grid(n), 256, 0, s>>>(x, y, n);
+}
+
+void add_rmsnorm(float* x, const float* y, const void* w, bool w_bf16, int64_t rows, int64_t d,
+                 float eps, float* out, cudaStream_t s) {
+    if (rows > 0)
+        add_rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, y, w, w_bf16, d, eps,
+                                                                       out);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {

@@ -38,6 +38,9 @@ void embed(const void* table, bool table_bf16, int64_t rows, int64_t hidden, con
 void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
              float* out, cudaStream_t s);
 void add(float* x, const float* y, int64_t n, cudaStream_t s);
+// x += y, then out = rmsnorm(x) with weight w, per row of d; out must not alias x or y.
+void add_rmsnorm(float* x, const float* y, const void* w, bool w_bf16, int64_t rows, int64_t d,
+                 float eps, float* out, cudaStream_t s);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s);
 void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t n, float* out,
                  cudaStream_t s);
