@@ -4,7 +4,9 @@
 # benchmark, and write logs and a summary under $OUT (default .gpu-out).
 #   bash tools/gpu_run.sh [ctest -R regex]
 # GPU_TESTS=0 skips building and running the GPU tests (benchmarks only); GPU_NOGRAPHS=0 and
-# GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary.
+# GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
+# GPU_SANITIZER=0 skips compute-sanitizer over the op tests; GPU_PY=0 skips the server's Python
+# (openai client) tests on the GPU.
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
 set -uo pipefail
@@ -121,6 +123,32 @@ build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^g
 # The whole-model lines (error and greedy agreement per checkpoint).
 [ "${GPU_MODELS:-1}" = 1 ] && MYRIAD_CUDA_SYNC=1 build-gpu/tests/myriad_gpu_tests \
     --gtest_filter='*Golden*:*KvCache*' 2>&1 | grep -E "worst|FAILED" | tee "$OUT/models.txt"
+# compute-sanitizer memcheck over the op tests (small shapes; GPU_SANITIZER=0 skips it).
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ "${GPU_SANITIZER:-1}" = 1 ] && [ -x "$sanitizer" ]; then
+    timeout "${GPU_SANITIZER_TIMEOUT:-300}" "$sanitizer" --tool memcheck --error-exitcode 3 \
+        build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuOpsTest.*:*GpuLinear*:*GpuCache*:*GpuRoute*:*GpuExperts*' \
+        >"$OUT/memcheck.log" 2>&1
+    mc=$?
+    echo "memcheck: exit $mc ($(grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -1)); $(grep -E "tests? ran|PASSED|FAILED" "$OUT/memcheck.log" | tail -2 | tr '\n' ' ')"
+    [ "$mc" = 0 ] || rc=1
+elif [ "${GPU_SANITIZER:-1}" = 1 ]; then
+    echo "memcheck: no compute-sanitizer on this host"
+fi
+fi
+# The server's openai-client tests with the GPU build (its default device here is the GPU), in
+# a venv over the host's Python with the bundle's wheels (GPU_PY=0 skips them).
+if [ "$have_myriad" = 1 ] && [ "${GPU_PY:-1}" = 1 ]; then
+    python3 -m venv --system-site-packages "$root/.gpu-venv" >/dev/null 2>&1 &&
+        "$root/.gpu-venv/bin/pip" install --quiet --no-index --find-links "$bundle/whl" openai \
+            >"$OUT/pip.log" 2>&1 || echo "gpu_run: no venv with openai (see pip.log)"
+    for t in test_serve test_serve_real_model test_chat test_generate_chat; do
+        MYRIAD_BINARY=$root/build-gpu/myriad timeout 300 "$root/.gpu-venv/bin/python" \
+            "tests/python/$t.py" >"$OUT/py_$t.log" 2>&1
+        prc=$?
+        echo "python $t: exit $prc, $(grep -E "passed|failed|error" "$OUT/py_$t.log" | tail -1)"
+        [ "$prc" = 0 ] || rc=1
+    done
 fi
 if [ "$have_myriad" = 1 ]; then
     ./build-gpu/myriad generate models/myriad-tiny --device cuda --prompt-ids 1,2,3 --max-tokens 8 \

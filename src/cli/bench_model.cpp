@@ -48,7 +48,7 @@ struct BenchArgs {
     int64_t decode_steps = 32;
     int tp = 1;
     int threads = 0;
-    std::string device = "cpu";
+    std::string device = "auto";
     bool json = false;
 };
 
@@ -261,13 +261,14 @@ int run_bench(const BenchArgs& in) {
     const std::vector<int64_t> batches = parse_batches(a.batches);
     if (a.prompt_len < 1 || a.decode_steps < 1)
         bad_input("--prompt-len and --decode-steps must be at least 1");
-    if (a.device != "cpu" && a.device != "cuda")
-        bad_input("--device {}: use cpu or cuda", a.device);
     if (!random && (a.layers != 0 || a.format != "bf16"))
         bad_input("--layers and --format apply to --random models only");
     if (random && !a.model.empty())
         bad_input("give a model folder or --random {}, not both", a.random);
-    const Device device = a.device == "cuda" ? Device::Cuda : Device::Cpu;
+    std::string device_note;
+    const Device device = resolve_device(a.device, a.tp, &device_note);
+    a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
+    if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const uint64_t seed = 0x6d797269616400ull + 1;  // fixed: runs are comparable
 
     std::string name;
@@ -437,7 +438,9 @@ Run add_bench_model(CLI::App& app) {
     app.add_option("--decode-steps", a->decode_steps, "decode steps timed (default 32)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
-    app.add_option("--device", a->device, "cpu (default) or cuda (GPU 0)");
+    app.add_option("--device", a->device,
+                   "auto (default: cuda when a GPU is present and --tp is 1, else cpu), cpu or "
+                   "cuda (GPU 0)");
     app.add_flag("--json", a->json, "print results as JSON");
     return [a] { return run_bench(*a); };
 }

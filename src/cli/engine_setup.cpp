@@ -11,7 +11,9 @@ namespace myriad::cli {
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("--tp", f.tp, "tensor-parallel ranks (default 1)");
-    app.add_option("--device", f.device, "cpu (default) or cuda (GPU 0)");
+    app.add_option("--device", f.device,
+                   "auto (default: cuda when a GPU is present and --tp is 1, else cpu), cpu or "
+                   "cuda (GPU 0)");
     app.add_option("--threads", f.threads, "CPU threads in all (default: all cores)");
     app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
                    "latent cache storage: auto (the checkpoint's FP8 scheme, else exact F32 on the "
@@ -22,11 +24,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
 }
 
 void check_engine_flags(const EngineFlags& f) {
-    if (f.device != "cpu" && f.device != "cuda") bad_input("--device {}: use cpu or cuda", f.device);
-    if (f.device == "cuda") {
-        std::string why;
-        if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
-    }
+    resolve_device(f.device, f.tp, nullptr);  // exits 2 naming --device if it cannot be had
     parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     if (f.tp < 1) bad_input("--tp {} must be at least 1", f.tp);
     if (f.threads < 0) bad_input("--threads {} must be at least 0", f.threads);
@@ -50,7 +48,9 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     WorkerGroupOptions wo;
     wo.tp = f.tp;
     wo.threads = f.threads;
-    wo.device = f.device == "cuda" ? Device::Cuda : Device::Cpu;
+    std::string device_note;
+    wo.device = resolve_device(f.device, f.tp, &device_note);
+    if (!device_note.empty()) log::info("{}", device_note);
     wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;
     wo.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks

@@ -20,7 +20,7 @@ namespace myriad::cli {
 struct EngineFlags {
     int tp = 1;
     int threads = 0;  // CPU threads in all; 0 = the machine's
-    std::string device = "cpu";
+    std::string device = "auto";
     std::string kv_cache_dtype = "auto";
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;

@@ -8,6 +8,29 @@
 
 namespace myriad {
 
+Device resolve_device(const std::string& flag, int tp, std::string* note) {
+    if (note) note->clear();
+    if (flag == "cpu") return Device::Cpu;
+    if (flag != "cuda" && flag != "auto") bad_input("--device {}: use auto, cpu or cuda", flag);
+    std::string why;
+    const int gpus = cuda_device_count(&why);
+    if (flag == "cuda") {
+        if (gpus == 0) bad_input("--device cuda: {}; use --device cpu", why);
+        return Device::Cuda;
+    }
+    if (gpus == 0) return Device::Cpu;  // no GPU here: the CPU, silently
+    if (tp != 1) {
+        if (note)
+            *note = fmt::format(
+                "device: cpu (--tp {}: tensor parallelism across GPUs is not built yet; "
+                "--tp 1 runs on the GPU)",
+                tp);
+        return Device::Cpu;
+    }
+    if (note) *note = "device: cuda (GPU 0; --device cpu for the CPU)";
+    return Device::Cuda;
+}
+
 #ifdef MYRIAD_WITH_CUDA
 
 bool cuda_backend_built() {

@@ -17,6 +17,12 @@ bool cuda_backend_built();
 // `why` (optional) gets a one-line reason naming what is missing.
 int cuda_device_count(std::string* why = nullptr);
 
+// The device of a run from --device: "cpu", "cuda" (GPU 0; bad input naming the flag when there
+// is none) or "auto", the default: the GPU when one is usable and the run is one rank (GPU tensor
+// parallelism is not built yet), else the CPU. `note` gets one line when auto chose the GPU or
+// passed one over, and stays empty on a machine without one.
+Device resolve_device(const std::string& flag, int tp, std::string* note);
+
 // The CUDA backend on device `index`; bad input (exit 2) with the reason when there is none.
 std::unique_ptr<Ops> make_cuda_ops(int index);
 

@@ -1,0 +1,43 @@
+// --device: auto (the default) picks the GPU when one is usable and the run is one rank, else the
+// CPU; cpu and cuda are taken as asked, cuda only where a GPU is; anything else is bad input
+// naming the flag. On a machine without a GPU (CI) auto is the CPU and says nothing; on the GPU
+// host (the gpu label's machine) the same test checks the GPU side.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ops/backend.h"
+#include "util/error.h"
+
+namespace myriad::testing {
+namespace {
+
+int exit_status_of(const std::string& flag, int tp) {
+    try {
+        resolve_device(flag, tp, nullptr);
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--device"), std::string::npos) << e.what();
+        return e.exit_status();
+    }
+    return 0;
+}
+
+TEST(DeviceFlag, AutoCpuCudaAndBadValues) {
+    std::string note = "stale";
+    EXPECT_EQ(resolve_device("cpu", 1, &note), Device::Cpu);
+    EXPECT_TRUE(note.empty());
+    EXPECT_EQ(exit_status_of("tpu", 1), 2);
+    EXPECT_EQ(exit_status_of("CUDA", 1), 2);
+    EXPECT_EQ(exit_status_of("", 1), 2);
+    if (cuda_device_count() == 0) {
+        EXPECT_EQ(resolve_device("auto", 1, &note), Device::Cpu);
+        EXPECT_TRUE(note.empty()) << note;  // no GPU: nothing to say
+        EXPECT_EQ(resolve_device("auto", 4, &note), Device::Cpu);
+        EXPECT_EQ(exit_status_of("cuda", 1), 2);
+    } else {  // the GPU side in full: tests/gpu/device_flag_test.cpp
+        EXPECT_EQ(resolve_device("auto", 1, &note), Device::Cuda);
+    }
+}
+
+}  // namespace
+}  // namespace myriad::testing
