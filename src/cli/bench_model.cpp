@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "engine/device_choice.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/linear_format.h"
@@ -265,10 +266,6 @@ int run_bench(const BenchArgs& in) {
         bad_input("--layers and --format apply to --random models only");
     if (random && !a.model.empty())
         bad_input("give a model folder or --random {}, not both", a.random);
-    std::string device_note;
-    const Device device = resolve_device(a.device, a.tp, &device_note);
-    a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
-    if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const uint64_t seed = 0x6d797269616400ull + 1;  // fixed: runs are comparable
 
     std::string name;
@@ -282,6 +279,10 @@ int run_bench(const BenchArgs& in) {
         name = ckpt.path();
         c = load_model_config(name);
     }
+    std::string device_note;
+    const Device device = choose_device(a.device, a.tp, c, ckpt, &device_note);
+    a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
+    if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
     nlohmann::ordered_json check;
     if (random && a.check_layers > 0) {

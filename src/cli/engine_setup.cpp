@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/device_choice.h"
 #include "model/kv_cache.h"
 #include "ops/backend.h"
 #include "util/error.h"
@@ -49,7 +50,7 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     wo.tp = f.tp;
     wo.threads = f.threads;
     std::string device_note;
-    wo.device = resolve_device(f.device, f.tp, &device_note);
+    wo.device = choose_device(f.device, f.tp, m.config, *m.checkpoint, &device_note);
     if (!device_note.empty()) log::info("{}", device_note);
     wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;

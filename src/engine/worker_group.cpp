@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/device_choice.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
@@ -34,6 +35,11 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         kv_dtype_ == DType::F32)
         kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
     if (!note.empty()) log::info("{}", note);
+    if (options_.device == Device::Cuda) {  // the kernels, or why this GPU cannot run the model
+        const GpuKernelPlan plan = gpu_kernel_plan(config_, checkpoint_, kv_dtype_);
+        if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
+        for (const auto& line : plan.lines) log::info("{}", line);
+    }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.

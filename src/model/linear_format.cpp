@@ -5,6 +5,8 @@
 
 #include <fmt/ranges.h>
 
+#include "format/gguf.h"
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -203,6 +205,23 @@ WeightSource linear_source(const ModelConfig& c, const Checkpoint& ckpt, const E
             break;
     }
     return src;
+}
+
+std::set<WeightFormat> checkpoint_linear_formats(const ModelConfig& config,
+                                                 const Checkpoint& checkpoint) {
+    std::set<WeightFormat> out;
+    if (const GgufModel* g = checkpoint.gguf()) {
+        out.insert(WeightFormat::Dense);
+        for (const GgufTensorInfo* t : g->tensors())
+            if (t->type != GgufType::F32 && t->type != GgufType::F16 && t->type != GgufType::BF16)
+                out.insert(WeightFormat::GgufBlock);
+        return out;
+    }
+    const std::string prefix =
+        checkpoint.synthetic_seed() != 0 ? std::string() : text_model_prefix(config, checkpoint);
+    for (const auto& t : expected_tensors(config))
+        if (is_linear_weight(t.name)) out.insert(linear_format(config, t.name, prefix));
+    return out;
 }
 
 }  // namespace myriad

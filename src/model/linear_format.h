@@ -3,6 +3,7 @@
 // tensor is expected exactly (name, dtype, shape).
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,11 @@ bool is_linear_weight(std::string_view name);
 // The format of linear `name` (without the checkpoint prefix `prefix`).
 WeightFormat linear_format(const ModelConfig& config, std::string_view name,
                            std::string_view prefix);
+
+// The formats of all linear layers of `checkpoint` (GGUF: GgufBlock if any of its tensors is
+// block-quantised), decided without reading a weight.
+std::set<WeightFormat> checkpoint_linear_formats(const ModelConfig& config,
+                                                 const Checkpoint& checkpoint);
 
 // One checkpoint tensor a linear in some format consists of.
 struct StoredTensor {

@@ -42,6 +42,22 @@ int cuda_device_count(std::string* why) {
 std::unique_ptr<Ops> make_cuda_ops(int index) {
     return cuda::make_ops(index);
 }
+bool cuda_device_info(int index, GpuInfo* info) {
+    return cuda::device_info(index, &info->name, &info->cc);
+}
+std::vector<std::string> cuda_built_architectures() {
+    std::vector<std::string> out;
+    std::string all = MYRIAD_CUDA_ARCHS, one;
+    for (char c : all + ",") {
+        if (c != ',') {
+            one += c;
+        } else if (!one.empty()) {
+            out.push_back(one);
+            one.clear();
+        }
+    }
+    return out;
+}
 std::unique_ptr<Communicator> make_single_gpu_communicator() {
     return cuda::make_single_gpu_communicator();
 }
@@ -66,6 +82,12 @@ int cuda_device_count(std::string* why) {
 }
 std::unique_ptr<Ops> make_cuda_ops(int) {
     bad_input("--device cuda: {}", kNoCuda);
+}
+bool cuda_device_info(int, GpuInfo*) {
+    return false;
+}
+std::vector<std::string> cuda_built_architectures() {
+    return {};
 }
 std::unique_ptr<Communicator> make_single_gpu_communicator() {
     bad_input("--device cuda: {}", kNoCuda);

@@ -4,7 +4,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "ops/kernel_plan.h"
 #include "ops/ops.h"
 #include "parallel/communicator.h"
 
@@ -22,6 +24,12 @@ int cuda_device_count(std::string* why = nullptr);
 // parallelism is not built yet), else the CPU. `note` gets one line when auto chose the GPU or
 // passed one over, and stays empty on a machine without one.
 Device resolve_device(const std::string& flag, int tp, std::string* note);
+
+// GPU `index`'s name and compute capability; false without the backend or that GPU.
+bool cuda_device_info(int index, GpuInfo* info);
+// The CUDA architectures this binary was built for (CMAKE_CUDA_ARCHITECTURES), empty without
+// the backend.
+std::vector<std::string> cuda_built_architectures();
 
 // The CUDA backend on device `index`; bad input (exit 2) with the reason when there is none.
 std::unique_ptr<Ops> make_cuda_ops(int index);

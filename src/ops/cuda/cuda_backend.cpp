@@ -26,6 +26,18 @@ int device_count(std::string* why) {
     return n;
 }
 
+bool device_info(int index, std::string* name, int* cc) {
+    if (index < 0 || index >= device_count(nullptr)) return false;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    *name = prop.name;
+    *cc = prop.major * 10 + prop.minor;
+    return true;
+}
+
 std::unique_ptr<Ops> make_ops(int index) {
     std::string why;
     const int n = device_count(&why);

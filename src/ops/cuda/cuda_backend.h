@@ -10,6 +10,8 @@
 namespace myriad::cuda {
 
 int device_count(std::string* why);
+// GPU `index`'s name and compute capability (major * 10 + minor); false if there is none.
+bool device_info(int index, std::string* name, int* cc);
 std::unique_ptr<Ops> make_ops(int index);
 std::unique_ptr<Communicator> make_single_gpu_communicator();
 double copy_bandwidth(int index);

@@ -1,0 +1,35 @@
+#include "engine/device_choice.h"
+
+#include "model/linear_format.h"
+#include "ops/backend.h"
+#include "util/error.h"
+
+namespace myriad {
+
+GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv) {
+    GpuInfo gpu;
+    if (!cuda_device_info(0, &gpu)) {
+        std::string why;
+        cuda_device_count(&why);
+        GpuKernelPlan p;
+        p.stop = why.empty() ? "no CUDA device" : why;
+        return p;
+    }
+    return plan_gpu_kernels(gpu, cuda_built_architectures(),
+                            checkpoint_linear_formats(config, checkpoint), kv);
+}
+
+Device choose_device(const std::string& flag, int tp, const ModelConfig& config,
+                     const Checkpoint& checkpoint, std::string* note) {
+    Device d = resolve_device(flag, tp, note);
+    if (d != Device::Cuda) return d;
+    // The latent cache's dtype does not decide whether the GPU can run (every kernel reads all
+    // three); the workers print the plan with the real one.
+    const GpuKernelPlan plan = gpu_kernel_plan(config, checkpoint, DType::BF16);
+    if (plan.stop.empty()) return d;
+    if (flag == "cuda") bad_input("--device cuda: {}", plan.stop);
+    if (note) *note = "device: cpu (the GPU cannot run this model: " + plan.stop + ")";
+    return Device::Cpu;
+}
+
+}  // namespace myriad

@@ -1,0 +1,108 @@
+#include "ops/kernel_plan.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace myriad {
+
+namespace {
+
+struct BuiltArch {
+    int cc = 0;
+    bool specific = false;  // "90a": runs on exactly that capability
+    bool ptx = true;        // CMake adds PTX unless "-real"
+    bool sass = true;       // and SASS unless "-virtual"
+};
+
+BuiltArch parse_arch(const std::string& s) {
+    BuiltArch a;
+    size_t i = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) a.cc = a.cc * 10 + (s[i++] - '0');
+    if (i < s.size() && (s[i] == 'a' || s[i] == 'f')) {
+        a.specific = true;
+        ++i;
+    }
+    const std::string rest = s.substr(i);
+    if (rest == "-real") a.ptx = false;
+    if (rest == "-virtual") a.sass = false;
+    return a;
+}
+
+std::string sm(int cc) {
+    return fmt::format("sm_{}", cc);
+}
+
+std::string format_line(WeightFormat f) {
+    switch (f) {
+        case WeightFormat::Dense:
+            return "BF16 linears: skinny kernel up to 16 rows, cuBLASLt BF16 GEMM (F32 out) above";
+        case WeightFormat::Fp8Block:
+            return "FP8-block linears: dequantised in registers up to 16 rows, expanded to BF16 by "
+                   "tiles for cuBLASLt above";
+        case WeightFormat::Nvfp4:
+            return "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
+                   "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
+                   "expert";
+        case WeightFormat::Int4Group:
+            return "INT4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
+                   "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
+                   "expert";
+        case WeightFormat::GgufBlock:
+            break;
+    }
+    return "";
+}
+
+}  // namespace
+
+GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string>& built,
+                               const std::set<WeightFormat>& formats, DType kv) {
+    GpuKernelPlan p;
+    std::string built_list;
+    for (const auto& b : built) built_list += (built_list.empty() ? "sm_" : ", sm_") + b;
+    const std::string rebuild = fmt::format(
+        "rebuild with -DCMAKE_CUDA_ARCHITECTURES={}a (`make release` builds sm_90a, sm_100a and "
+        "sm_120a) or use --device cpu",
+        gpu.cc);
+    if (gpu.cc < 80) {
+        p.stop = fmt::format(
+            "GPU 0 ({}, {}) is older than sm_80: myriad's CUDA kernels need BF16 tensor cores; "
+            "use --device cpu",
+            gpu.name, sm(gpu.cc));
+        return p;
+    }
+    // SASS for an arch-specific target runs on exactly its capability, plain SASS on the same
+    // major version at an equal or higher minor; PTX would be compiled by the driver at start.
+    bool sass = false, ptx = false;
+    for (const auto& b : built) {
+        const BuiltArch a = parse_arch(b);
+        if (a.sass && (a.specific ? a.cc == gpu.cc : a.cc / 10 == gpu.cc / 10 && a.cc <= gpu.cc))
+            sass = true;
+        if (a.ptx && (a.specific ? a.cc == gpu.cc : a.cc <= gpu.cc)) ptx = true;
+    }
+    if (!sass && !ptx) {
+        p.stop = fmt::format("GPU 0 ({}, {}) cannot run this build's kernels (built for {}): {}",
+                             gpu.name, sm(gpu.cc), built_list, rebuild);
+        return p;
+    }
+    if (formats.count(WeightFormat::GgufBlock)) {
+        p.stop = "GGUF block-quantised weights have no CUDA kernels yet: use --device cpu (or a "
+                 "safetensors checkpoint: BF16, FP8-block, NVFP4 or INT4)";
+        return p;
+    }
+    p.lines.push_back(fmt::format("GPU 0: {}, {}; kernels built for {}{}", gpu.name, sm(gpu.cc),
+                                  built_list,
+                                  sass ? "" : " (no machine code for this GPU: the driver compiles "
+                                              "the PTX at start, which takes minutes; " +
+                                                  rebuild + ")"));
+    for (WeightFormat f : formats) p.lines.push_back(format_line(f));
+    p.lines.push_back(fmt::format(
+        "attention: MLA prefill, and absorbed decode over the paged latent cache in {}",
+        kv == DType::F8_E4M3 ? "FP8 e4m3 (dequantised in the kernel)"
+                             : (kv == DType::F32 ? "F32" : "BF16")));
+    p.lines.push_back("MoE routing: one kernel (sigmoid, bias, group-limited top-k)");
+    return p;
+}
+
+}  // namespace myriad
