@@ -150,8 +150,31 @@ bool Engine::step() {
         st.seqs.push_back(std::move(slice));
     }
     logits_.resize(st.logit_rows.size() * vocab);
+    // Where the backend samples (a GPU), the rows go down as StepSampling and only token ids
+    // come back; rows that need their logits here (logprobs, forced tokens, an observer) are
+    // marked host and sampled below as on the CPU.
+    const bool on_backend = workers_.backend_samples();
+    StepSampling sampling;
+    if (on_backend) {
+        for (const ScheduledSeq& s : batch) {
+            if (!s.sample) continue;
+            const Sequence& seq = *s.seq;
+            const int64_t generated = seq.num_output();
+            const bool host = config_.logits_observer || seq.params.top_logprobs >= 0 ||
+                              generated < static_cast<int64_t>(seq.params.forced_tokens.size());
+            SampleRow row = sample_row(seq.params, seq.seed, generated);
+            row.host = host;
+            row.edits_begin = static_cast<int32_t>(sampling.edits.size());
+            if (!host)
+                append_logit_edits(seq.params, vocab, seq.prompt(), seq.output(), seq.stop_ids,
+                                   sampling.edits);
+            row.edits_end = static_cast<int32_t>(sampling.edits.size());
+            sampling.rows.push_back(row);
+        }
+    }
+    sampled_.assign(st.logit_rows.size(), -1);
     try {
-        workers_.step(st, logits_.data());
+        workers_.step(st, logits_.data(), on_backend ? &sampling : nullptr, sampled_.data());
     } catch (const std::exception& e) {
         log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
                   batch.size());
@@ -173,10 +196,14 @@ bool Engine::step() {
         float* logits = logits_.data() + row++ * vocab;
         if (config_.logits_observer) config_.logits_observer(seq.id, seq.num_computed - 1, logits);
         const auto& forced = seq.params.forced_tokens;
-        SampleResult r = seq.num_output() < static_cast<int64_t>(forced.size())
-                             ? forced_token(logits, vocab, forced[seq.num_output()], seq.params)
-                             : sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(),
-                                            seq.output(), seq.stop_ids);
+        SampleResult r;
+        if (on_backend && !sampling.rows[row - 1].host)
+            r.token = sampled_[row - 1];
+        else
+            r = seq.num_output() < static_cast<int64_t>(forced.size())
+                    ? forced_token(logits, vocab, forced[seq.num_output()], seq.params)
+                    : sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(), seq.output(),
+                                   seq.stop_ids);
         seq.tokens.push_back(r.token);
         ++generated;
         RequestOutput out;

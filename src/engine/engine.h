@@ -79,6 +79,7 @@ class Engine {
     BlockManager blocks_;
     Scheduler scheduler_;
     std::vector<float> logits_;
+    std::vector<int32_t> sampled_;  // the tokens a sampling backend chose, per logit row
 
     std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_
     std::condition_variable cv_;

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <unordered_map>
+#include <climits>
+#include <map>
 
 namespace myriad {
 
@@ -42,14 +43,9 @@ void fill_logprobs(SampleResult& res, const std::vector<float>& raw_logprobs, in
 
 }  // namespace
 
-SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p, uint64_t seed,
-                          const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
-                          const std::vector<TokenId>& stop_ids) {
-    SampleResult res;
-    // Logprobs describe the model's own distribution, before any processing (vLLM's default).
-    std::vector<float> raw_logprobs;
-    if (p.top_logprobs >= 0) log_softmax(logits, vocab, raw_logprobs);
-
+void append_logit_edits(const SamplingParams& p, int64_t vocab, const std::vector<TokenId>& prompt,
+                        const std::vector<TokenId>& output, const std::vector<TokenId>& stop_ids,
+                        std::vector<LogitEdit>& edits) {
     if (p.repetition_penalty != 1.0) {
         const float rp = static_cast<float>(p.repetition_penalty);
         std::vector<bool> seen(static_cast<size_t>(vocab), false);
@@ -57,77 +53,46 @@ SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p,
             for (TokenId t : *list)
                 if (t >= 0 && t < vocab) seen[t] = true;
         for (int64_t i = 0; i < vocab; ++i)
-            if (seen[i]) logits[i] = logits[i] > 0 ? logits[i] / rp : logits[i] * rp;
+            if (seen[i]) edits.push_back({static_cast<int32_t>(i), LogitEdit::Repetition, rp});
     }
     if (p.presence_penalty != 0.0 || p.frequency_penalty != 0.0) {
-        std::unordered_map<TokenId, int64_t> counts;
+        std::map<TokenId, int64_t> counts;
         for (TokenId t : output) ++counts[t];
         for (const auto& [t, n] : counts)
             if (t >= 0 && t < vocab)
-                logits[t] -= static_cast<float>(p.presence_penalty + p.frequency_penalty * n);
+                edits.push_back({t, LogitEdit::Add,
+                                 -static_cast<float>(p.presence_penalty + p.frequency_penalty * n)});
     }
     for (const auto& [t, b] : p.logit_bias)
-        if (t >= 0 && t < vocab) logits[t] += b;
+        if (t >= 0 && t < vocab) edits.push_back({t, LogitEdit::Add, b});
     if (static_cast<int64_t>(output.size()) < p.min_tokens)
         for (TokenId t : stop_ids)
-            if (t >= 0 && t < vocab) logits[t] = -INFINITY;
+            if (t >= 0 && t < vocab) edits.push_back({t, LogitEdit::Mask, 0.0f});
+}
 
-    const bool greedy = p.temperature <= 0.0 || p.top_k == 1;
-    if (greedy) {
-        res.token = static_cast<TokenId>(std::max_element(logits, logits + vocab) - logits);
-    } else {
-        const float inv_t = static_cast<float>(1.0 / p.temperature);
-        // Candidates sorted by logit (ties by id), then cut by top-k, top-p and min-p.
-        std::vector<int32_t> order(static_cast<size_t>(vocab));
-        std::iota(order.begin(), order.end(), 0);
-        int64_t keep = vocab;
-        if (p.top_k > 0 && p.top_k < vocab) {
-            keep = p.top_k;
-            std::partial_sort(order.begin(), order.begin() + keep, order.end(),
-                              [&](int32_t a, int32_t b) {
-                                  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-                              });
-        } else {
-            std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-                return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-            });
-        }
-        const float mx = logits[order[0]] * inv_t;
-        std::vector<double> prob(static_cast<size_t>(keep));
-        double sum = 0.0;
-        for (int64_t i = 0; i < keep; ++i) {
-            prob[i] = std::exp(double(logits[order[i]]) * inv_t - mx);
-            sum += prob[i];
-        }
-        for (auto& q : prob) q /= sum;
-        if (p.top_p < 1.0) {
-            double cum = 0.0;
-            int64_t n = 0;
-            while (n < keep) {
-                cum += prob[n++];
-                if (cum >= p.top_p) break;
-            }
-            keep = std::max<int64_t>(n, 1);
-        }
-        if (p.min_p > 0.0) {
-            const double floor = p.min_p * prob[0];
-            int64_t n = 1;
-            while (n < keep && prob[n] >= floor) ++n;
-            keep = n;
-        }
-        double total = 0.0;
-        for (int64_t i = 0; i < keep; ++i) total += prob[i];
-        const double u = counter_uniform(seed, output.size()) * total;
-        double cum = 0.0;
-        res.token = order[keep - 1];
-        for (int64_t i = 0; i < keep; ++i) {
-            cum += prob[i];
-            if (u < cum) {
-                res.token = order[i];
-                break;
-            }
-        }
-    }
+SampleRow sample_row(const SamplingParams& p, uint64_t seed, int64_t generated) {
+    SampleRow row;
+    row.greedy = p.temperature <= 0.0 || p.top_k == 1;
+    if (row.greedy) return row;
+    row.inv_temperature = static_cast<float>(1.0 / p.temperature);
+    row.top_k = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(p.top_k, INT32_MAX)));
+    row.top_p = p.top_p;
+    row.min_p = p.min_p;
+    row.uniform = counter_uniform(seed, static_cast<uint64_t>(generated));
+    return row;
+}
+
+SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p, uint64_t seed,
+                          const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
+                          const std::vector<TokenId>& stop_ids) {
+    SampleResult res;
+    // Logprobs describe the model's own distribution, before any processing (vLLM's default).
+    std::vector<float> raw_logprobs;
+    if (p.top_logprobs >= 0) log_softmax(logits, vocab, raw_logprobs);
+    std::vector<LogitEdit> edits;
+    append_logit_edits(p, vocab, prompt, output, stop_ids, edits);
+    apply_logit_edits(logits, vocab, edits.data(), edits.data() + edits.size());
+    res.token = choose_token(logits, vocab, sample_row(p, seed, static_cast<int64_t>(output.size())));
     if (p.top_logprobs >= 0) fill_logprobs(res, raw_logprobs, p.top_logprobs);
     return res;
 }

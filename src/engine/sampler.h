@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "ops/step_sampling.h"
+#include "ops/token_choice.h"
 
 namespace myriad {
 
@@ -29,6 +31,18 @@ double counter_uniform(uint64_t seed, uint64_t counter);
 SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& params, uint64_t seed,
                           const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
                           const std::vector<TokenId>& stop_ids);
+
+// sample_token in parts, for backends that sample on their device (ops/step_sampling.h):
+// - the edits of a row's logits (repetition, presence and frequency penalties, logit bias, stop
+//   ids masked before min_tokens), appended to `edits` in the order they apply;
+void append_logit_edits(const SamplingParams& params, int64_t vocab,
+                        const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
+                        const std::vector<TokenId>& stop_ids, std::vector<LogitEdit>& edits);
+// - applying them (apply_logit_edits, ops/token_choice.h);
+// - the rest of the choice: greedy or not, temperature, top-k/top-p/min-p and the draw
+//   (counter_uniform(seed, tokens generated so far));
+SampleRow sample_row(const SamplingParams& params, uint64_t seed, int64_t generated);
+// - and the choice itself on edited logits (choose_token, ops/token_choice.h).
 
 // A token chosen by the caller instead of sampled: its logprob (and the top N when asked) under
 // the model's unprocessed distribution.

@@ -41,6 +41,9 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         for (const auto& line : plan.lines) log::info("{}", line);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
+    backend_samples_ = options_.tp == 1 && (options_.device == Device::Cuda
+                                                ? options_.sampling != BackendSampling::Off
+                                                : options_.sampling == BackendSampling::On);
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
@@ -70,10 +73,14 @@ WorkerGroup::~WorkerGroup() {
     for (auto& t : threads_) t.join();
 }
 
-void WorkerGroup::step(const StepInput& step, float* logits) {
+void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling* sampling,
+                       int32_t* tokens) {
+    MYRIAD_CHECK(!sampling || backend_samples_, "a StepSampling for workers that do not sample");
     std::unique_lock<std::mutex> lock(mutex_);
     step_ = &step;
     logits_ = logits;
+    sampling_ = sampling;
+    tokens_ = tokens;
     done_ = 0;
     error_ = nullptr;
     ++generation_;
@@ -92,7 +99,9 @@ void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
             ops = make_cuda_ops(rank);
             comm = make_single_gpu_communicator();
         } else {
-            ops = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
+            auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
+            cpu->set_sampling(backend_samples_);
+            ops = std::move(cpu);
             comm = std::make_unique<CpuCommunicator>(group, rank);
         }
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm, options_.model);
@@ -114,6 +123,8 @@ void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
     for (;;) {
         const StepInput* step;
         float* logits;
+        const StepSampling* sampling;
+        int32_t* tokens;
         {
             std::unique_lock<std::mutex> lock(mutex_);
             cv_.wait(lock, [&] { return generation_ != seen; });
@@ -121,13 +132,15 @@ void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
             if (stop_) return;
             step = step_;
             logits = logits_;
+            sampling = sampling_;
+            tokens = tokens_;
         }
         try {
             if (rank != 0) {
                 own_logits.resize(step->logit_rows.size() * config_.vocab_size);
                 logits = own_logits.data();
             }
-            model->forward(*step, *cache, logits);
+            model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens);
         } catch (...) {
             std::lock_guard<std::mutex> lock(mutex_);
             if (!error_) error_ = std::current_exception();

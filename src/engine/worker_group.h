@@ -21,6 +21,11 @@ class CpuCommGroup;
 // Tokens per KV-cache block unless a caller chooses otherwise.
 inline constexpr int64_t kKvBlockSize = 16;
 
+// Who chooses the tokens: Auto lets a GPU backend sample on its device (only ids come back) and
+// the engine sample CPU logits; On makes the CPU backend sample as a device would (tests of that
+// path); Off always copies the logits to the engine.
+enum class BackendSampling : uint8_t { Auto, On, Off };
+
 struct WorkerGroupOptions {
     int tp = 1;
     int threads = 0;              // CPU threads in all; 0 = the machine's
@@ -28,6 +33,7 @@ struct WorkerGroupOptions {
     int64_t kv_block_size = kKvBlockSize;  // tokens per block
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
     Device device = Device::Cpu;  // --device: Cuda runs one rank on GPU 0
+    BackendSampling sampling = BackendSampling::Auto;
     ModelOptions model;
 };
 
@@ -45,8 +51,13 @@ public:
     size_t weight_bytes_per_rank() const { return weight_bytes_; }
     // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
     DType kv_cache_dtype() const { return kv_dtype_; }
-    // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`.
-    void step(const StepInput& step, float* logits);
+    // Whether step() takes a StepSampling: one rank whose backend samples (BackendSampling).
+    bool backend_samples() const { return backend_samples_; }
+    // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
+    // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
+    // not marked host, and only the host rows' logits are written.
+    void step(const StepInput& step, float* logits, const StepSampling* sampling = nullptr,
+              int32_t* tokens = nullptr);
 
 private:
     void run_worker(int rank, std::shared_ptr<CpuCommGroup> group);
@@ -66,6 +77,9 @@ private:
     bool stop_ = false;
     const StepInput* step_ = nullptr;
     float* logits_ = nullptr;
+    const StepSampling* sampling_ = nullptr;
+    int32_t* tokens_ = nullptr;
+    bool backend_samples_ = false;
     std::exception_ptr error_;
 };
 

@@ -55,9 +55,15 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
             bad_input("token id {} is outside the vocabulary of {} tokens", id, config_.vocab_size);
 }
 
-void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits) {
+void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits,
+                         const StepSampling* sampling, int32_t* tokens) {
     check_step(step, cache);
-    if (comm_.world() == 1 && ops_.replay_step(step, logits, config_.vocab_size)) return;
+    MYRIAD_CHECK(!sampling || (comm_.world() == 1 && ops_.samples() &&
+                               sampling->rows.size() == step.logit_rows.size()),
+                 "sampling on the backend needs one rank, a backend that samples, and a row per "
+                 "logit row");
+    if (comm_.world() == 1 && ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
+        return;
     ops_.reset_scratch();
     ops_.begin_step(step);
     const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
@@ -98,8 +104,11 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     const int64_t world = comm_.world(), shard = weights_.lm_head.rows;
     Tensor part = ops_.scratch(DType::F32, {n, shard});
     ops_.linear(normed, weights_.lm_head, part);
-    if (world == 1) {  // [n, vocab] already: straight into `logits`
-        ops_.copy_to_host(part, logits);
+    if (world == 1) {  // [n, vocab] already: sampled where it is, or straight into `logits`
+        if (sampling)
+            ops_.sample(part, *sampling, tokens, logits);
+        else
+            ops_.copy_to_host(part, logits);
         return;
     }
     Tensor gathered = ops_.scratch(DType::F32, {world, n, shard});

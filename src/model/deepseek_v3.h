@@ -42,8 +42,11 @@ public:
     const ModelWeights& weights() const { return weights_; }
 
     // Runs one step over the flat batch and writes the logits of step.logit_rows, full
-    // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank.
-    void forward(const StepInput& step, const KvCache& cache, float* logits);
+    // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank. With
+    // `sampling` (one rank on a backend that samples(): Ops::sample), the backend chooses
+    // tokens[i] for the rows not marked host and only those rows' logits reach `logits`.
+    void forward(const StepInput& step, const KvCache& cache, float* logits,
+                 const StepSampling* sampling = nullptr, int32_t* tokens = nullptr);
 
 private:
     void check_step(const StepInput& step, const KvCache& cache) const;

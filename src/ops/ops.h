@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/step_input.h"
+#include "ops/step_sampling.h"
 #include "ops/weight.h"
 #include "util/tensor.h"
 
@@ -72,11 +73,29 @@ public:
     // Backends that record steps (CUDA graphs) replay a recording of a step shaped like `step`
     // on its inputs, write the logits of its logit rows ([rows, width] F32) to `logits` and
     // return true; false: the caller runs the step op by op. Only single-rank models call it.
-    virtual bool replay_step(const StepInput& step, float* logits, int64_t width) {
+    // With `sampling`, the recording's logits are sampled as sample() does instead of copied.
+    virtual bool replay_step(const StepInput& step, float* logits, int64_t width,
+                             const StepSampling* sampling = nullptr, int32_t* tokens = nullptr) {
         (void)step;
         (void)logits;
         (void)width;
+        (void)sampling;
+        (void)tokens;
         return false;
+    }
+
+    // ---- sampling on the device ----
+    // Whether sample() works on this backend (then only token ids need to leave the device).
+    virtual bool samples() const { return false; }
+    // Chooses tokens[i] for each logit row i of `logits` [n, vocab] not marked host, per
+    // `sampling` (the arithmetic of ops/token_choice.h; the rows' logits are edited in place);
+    // the rows marked host are copied to host_logits (rows of vocab; other rows untouched).
+    virtual void sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
+                        float* host_logits) {
+        (void)logits;
+        (void)sampling;
+        (void)tokens;
+        (void)host_logits;
     }
 
     // out[t] = table[id_t - vocab_begin] when this rank holds that row, else 0.

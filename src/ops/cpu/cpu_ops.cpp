@@ -8,6 +8,7 @@
 
 #include "ops/cpu/cpu_dequant.h"
 #include "ops/norm_shapes.h"
+#include "ops/token_choice.h"
 #include "ops/synthetic_weight.h"
 #include "util/error.h"
 
@@ -181,6 +182,24 @@ void CpuOps::add(Tensor x, Tensor y) {
     float* a = x.ptr<float>();
     const float* b = y.ptr<float>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) a[i] += b[i];
+}
+
+void CpuOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
+                     float* host_logits) {
+    const int64_t vocab = logits.dim(-1), n = logits.numel() / vocab;
+    MYRIAD_CHECK(static_cast<int64_t>(sampling.rows.size()) == n,
+                 "sampling for {} rows, logits of {}", sampling.rows.size(), n);
+    for (int64_t i = 0; i < n; ++i) {
+        const SampleRow& row = sampling.rows[static_cast<size_t>(i)];
+        float* l = logits.ptr<float>() + i * vocab;
+        if (row.host) {
+            std::copy(l, l + vocab, host_logits + i * vocab);
+            continue;
+        }
+        apply_logit_edits(l, vocab, sampling.edits.data() + row.edits_begin,
+                          sampling.edits.data() + row.edits_end);
+        tokens[i] = choose_token(l, vocab, row);
+    }
 }
 
 void CpuOps::add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) {

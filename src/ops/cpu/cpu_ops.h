@@ -27,6 +27,12 @@ public:
     void copy_from_host(const void* src, Tensor dst) override;
 
     void begin_step(const StepInput& step) override { step_ = &step; }
+    // The CPU samples in the engine (its logits are host memory already); set_sampling(true)
+    // makes this backend sample as a device would, so tests can check that path on the CPU.
+    void set_sampling(bool on) { sampling_ = on; }
+    bool samples() const override { return sampling_; }
+    void sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
+                float* host_logits) override;
     void embed(const Weight& table, int64_t vocab_begin, Tensor out) override;
     void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
     void linear(Tensor x, const Weight& w, Tensor out) override;
@@ -65,6 +71,7 @@ private:
     std::vector<Buffer> chunks_;
     size_t used_ = 0;  // bytes used in the last chunk
     size_t total_used_ = 0, peak_ = 0;
+    bool sampling_ = false;
 };
 
 // Rotates `dim` values at `x` (adjacent pairs or half split) at `position`.

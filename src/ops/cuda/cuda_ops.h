@@ -76,7 +76,11 @@ class CudaOps final : public Ops {
     void copy_from_host(const void* src, Tensor dst) override;
 
     void begin_step(const StepInput& step) override;
-    bool replay_step(const StepInput& step, float* logits, int64_t width) override;
+    bool replay_step(const StepInput& step, float* logits, int64_t width,
+                     const StepSampling* sampling = nullptr, int32_t* tokens = nullptr) override;
+    bool samples() const override { return true; }
+    void sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
+                float* host_logits) override;
     void embed(const Weight& table, int64_t vocab_begin, Tensor out) override;
     void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
     void linear(Tensor x, const Weight& w, Tensor out) override;
@@ -191,6 +195,10 @@ class CudaOps final : public Ops {
     };
     bool graphs_enabled_ = true;
     std::map<int64_t, StepGraph> graphs_;
+    // Sampling buffers (sample()), grown on demand: never used inside a captured graph.
+    DeviceBuffer sample_meta_, sample_edits_, sample_rows_, sample_tokens_, sample_ws_;
+    // A buffer of at least `bytes` (regrown, contents dropped).
+    static void* ensure(DeviceBuffer& b, size_t bytes);
     std::map<int64_t, int> seen_;  // decode steps run per key before capture
     int64_t capturing_ = -1;       // key of the step being captured
     int64_t graph_replays_ = 0;

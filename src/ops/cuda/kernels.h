@@ -5,7 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
+
+#include "ops/step_sampling.h"
 
 namespace myriad::cuda {
 
@@ -189,5 +192,15 @@ inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) 
 void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
                  float* out, cudaStream_t s);
+
+// Sampling (sampling_kernels.cu): the rows' edits in place (host rows skipped); then, for the
+// m rows listed in `rows` (device), sorted choice into tokens[rows[j]]. The workspace holds
+// sort_workspace_bytes(m, vocab) bytes.
+void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
+                 const LogitEdit* edits, cudaStream_t s);
+size_t sort_workspace_bytes(int64_t m, int64_t vocab);
+void sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
+                   const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
+                   cudaStream_t s);
 
 }  // namespace myriad::cuda

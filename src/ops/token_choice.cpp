@@ -1,0 +1,73 @@
+#include "ops/token_choice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace myriad {
+
+void apply_logit_edits(float* logits, int64_t vocab, const LogitEdit* begin, const LogitEdit* end) {
+    for (const LogitEdit* e = begin; e != end; ++e) {
+        if (e->token < 0 || e->token >= vocab) continue;
+        float& l = logits[e->token];
+        if (e->kind == LogitEdit::Repetition)
+            l = l > 0 ? l / e->value : l * e->value;
+        else if (e->kind == LogitEdit::Add)
+            l += e->value;
+        else
+            l = -INFINITY;
+    }
+}
+
+TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row) {
+    if (row.greedy) return static_cast<TokenId>(std::max_element(logits, logits + vocab) - logits);
+    const float inv_t = row.inv_temperature;
+    // Candidates sorted by logit (ties by id), then cut by top-k, top-p and min-p.
+    std::vector<int32_t> order(static_cast<size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    auto before = [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    };
+    int64_t keep = vocab;
+    if (row.top_k > 0 && row.top_k < vocab) {
+        keep = row.top_k;
+        std::partial_sort(order.begin(), order.begin() + keep, order.end(), before);
+    } else {
+        std::sort(order.begin(), order.end(), before);
+    }
+    const float mx = logits[order[0]] * inv_t;
+    std::vector<double> prob(static_cast<size_t>(keep));
+    double sum = 0.0;
+    for (int64_t i = 0; i < keep; ++i) {
+        prob[i] = std::exp(double(logits[order[i]]) * inv_t - mx);
+        sum += prob[i];
+    }
+    for (auto& q : prob) q /= sum;
+    if (row.top_p < 1.0) {
+        double cum = 0.0;
+        int64_t n = 0;
+        while (n < keep) {
+            cum += prob[n++];
+            if (cum >= row.top_p) break;
+        }
+        keep = std::max<int64_t>(n, 1);
+    }
+    if (row.min_p > 0.0) {
+        const double floor = row.min_p * prob[0];
+        int64_t n = 1;
+        while (n < keep && prob[n] >= floor) ++n;
+        keep = n;
+    }
+    double total = 0.0;
+    for (int64_t i = 0; i < keep; ++i) total += prob[i];
+    const double u = row.uniform * total;
+    double cum = 0.0;
+    for (int64_t i = 0; i < keep; ++i) {
+        cum += prob[i];
+        if (u < cum) return order[i];
+    }
+    return order[keep - 1];
+}
+
+}  // namespace myriad

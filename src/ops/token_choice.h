@@ -1,0 +1,22 @@
+// The arithmetic of choosing a token from one row of logits, on the host: the reference that
+// the engine's sampler (engine/sampler.h) and device samplers follow.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/step_input.h"
+#include "ops/step_sampling.h"
+
+namespace myriad {
+
+// Applies a row's edits in order (tokens outside [0, vocab) are ignored).
+void apply_logit_edits(float* logits, int64_t vocab, const LogitEdit* begin, const LogitEdit* end);
+
+// The token `row` picks from edited logits: argmax (lowest id on ties) when greedy; else the
+// candidates sorted by logit (ties by id), probabilities exp(l * inv_t - max) in double, cut to
+// top_k, then to the shortest prefix whose normalised sum reaches top_p, then to those at least
+// min_p times the first; the first candidate whose cumulative probability exceeds
+// uniform * (the kept total).
+TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row);
+
+}  // namespace myriad

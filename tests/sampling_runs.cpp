@@ -1,0 +1,104 @@
+#include "sampling_runs.h"
+
+#include <gtest/gtest.h>
+
+#include "golden_reference.h"
+#include "model_runner.h"
+
+namespace myriad::testing {
+
+std::vector<SamplingParams> request_kinds() {
+    std::vector<SamplingParams> kinds;
+    auto base = [](double t) {
+        SamplingParams p;
+        p.temperature = t;
+        p.max_tokens = 20;
+        p.ignore_eos = true;
+        p.seed = 7;
+        return p;
+    };
+    kinds.push_back(base(0));                    // greedy
+    kinds.push_back(base(1.0));                  // plain temperature
+    kinds.push_back(base(0.6));
+    kinds.back().top_p = 0.9;
+    kinds.push_back(base(1.3));
+    kinds.back().top_k = 5;
+    kinds.push_back(base(0.8));
+    kinds.back().min_p = 0.05;
+    kinds.push_back(base(0.9));
+    kinds.back().top_k = 40;
+    kinds.back().top_p = 0.8;
+    kinds.back().min_p = 0.02;
+    kinds.push_back(base(0.7));
+    kinds.back().repetition_penalty = 1.3;
+    kinds.push_back(base(1.0));
+    kinds.back().presence_penalty = 0.8;
+    kinds.back().frequency_penalty = 0.4;
+    kinds.push_back(base(0));  // greedy with penalties and bias
+    kinds.back().frequency_penalty = 1.5;
+    kinds.back().logit_bias = {{5, 3.0f}, {9, -100.0f}, {5, 1.0f}};
+    kinds.push_back(base(1.0));  // stop ids masked until min_tokens
+    kinds.back().ignore_eos = false;
+    kinds.back().stop_token_ids = {3, 4, 11};
+    kinds.back().min_tokens = 6;
+    kinds.push_back(base(0.9));  // logprobs: a host row
+    kinds.back().top_logprobs = 3;
+    kinds.push_back(base(1.0));  // forced first tokens: host rows, then the backend samples
+    kinds.back().forced_tokens = {17, 18, 19};
+    kinds.push_back(base(1.0));  // top_k 1 is greedy
+    kinds.back().top_k = 1;
+    return kinds;
+}
+
+std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode) {
+    std::vector<std::vector<TokenId>> prompts;
+    for (const auto& p : load_golden_reference("kimi_k2").p) prompts.push_back(p.ids);
+    const std::string dir = golden_dir("kimi_k2");
+    LoadedModel m;
+    m.config = load_model_config(dir);
+    m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+    WorkerGroupOptions wo;
+    wo.threads = 1;
+    wo.kv_blocks = 256;
+    wo.device = device;
+    wo.sampling = mode;
+    m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
+    EXPECT_EQ(m.workers->backend_samples(), device == Device::Cuda ? mode != BackendSampling::Off
+                                                                  : mode == BackendSampling::On);
+    EngineConfig ec;
+    ec.check_invariants = true;
+    Engine engine(*m.workers, ec);
+    auto kinds = request_kinds();
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (size_t i = 0; i < kinds.size(); ++i)
+        handles.push_back(engine.submit(prompts[i % prompts.size()], kinds[i]));
+    engine.run_until_idle();
+    std::vector<SamplingOutcome> out;
+    for (auto& h : handles) {
+        SamplingOutcome o;
+        RequestOutput r;
+        while (h->try_next(r)) {
+            o.tokens.insert(o.tokens.end(), r.tokens.begin(), r.tokens.end());
+            for (const SampleResult& s : r.logprobs) {
+                o.logprobs.push_back(s.logprob);
+                for (const TokenLogprob& t : s.top) o.logprobs.push_back(t.logprob);
+            }
+            if (r.finished) o.reason = r.reason;
+        }
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+void expect_same_outcomes(const std::vector<SamplingOutcome>& got,
+                          const std::vector<SamplingOutcome>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "request kind " << i);
+        EXPECT_EQ(got[i].tokens, want[i].tokens);
+        EXPECT_EQ(got[i].logprobs, want[i].logprobs);
+        EXPECT_EQ(got[i].reason, want[i].reason);
+    }
+}
+
+}  // namespace myriad::testing
