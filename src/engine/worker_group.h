@@ -21,9 +21,10 @@ class CpuCommGroup;
 // Tokens per KV-cache block unless a caller chooses otherwise.
 inline constexpr int64_t kKvBlockSize = 16;
 
-// Who chooses the tokens: Auto lets a GPU backend sample on its device (only ids come back) and
-// the engine sample CPU logits; On makes the CPU backend sample as a device would (tests of that
-// path); Off always copies the logits to the engine.
+// Who chooses the tokens: On makes the backend sample on its device (only ids come back; on the
+// CPU backend, as a device would: tests of that path); Off and Auto copy the logits to the
+// engine. Auto will mean On for the GPU once the GPU sampler has passed its tests on a GPU
+// (tests/gpu/sampling_test.cpp; written, not yet run there).
 enum class BackendSampling : uint8_t { Auto, On, Off };
 
 struct WorkerGroupOptions {
