@@ -156,8 +156,9 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
                    "sample");
         const size_t wb = cuda::sort_workspace_bytes(m, vocab);
         void* ws = ensure(sample_ws_, wb);
-        cuda::sample_sorted(d_logits, vocab, d_rows, m, meta, d_tokens, ws, sample_ws_.size(),
-                            stream_);
+        check_cuda(cuda::sample_sorted(d_logits, vocab, d_rows, m, meta, d_tokens, ws,
+                                       sample_ws_.size(), stream_),
+                   "sample (sort and choice)");
     }
     check("sample");
     check_cuda(cudaMemcpyAsync(tokens, d_tokens, n * sizeof(int32_t), cudaMemcpyDeviceToHost,

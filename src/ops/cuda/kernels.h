@@ -199,8 +199,8 @@ void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float
 void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
                  const LogitEdit* edits, cudaStream_t s);
 size_t sort_workspace_bytes(int64_t m, int64_t vocab);
-void sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
-                   const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
-                   cudaStream_t s);
+cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
+                          const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
+                          cudaStream_t s);
 
 }  // namespace myriad::cuda

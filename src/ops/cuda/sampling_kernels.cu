@@ -157,14 +157,15 @@ size_t sort_workspace_bytes(int64_t m, int64_t vocab) {
         static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), int(m * vocab),
         int(m), static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(nullptr));
     const size_t n = static_cast<size_t>(m * vocab);
-    return 2 * n * sizeof(float) + 2 * n * sizeof(int32_t) + (m + 1) * sizeof(int32_t) + 256 * 4 +
+    // Five arrays, each start rounded up to 256 bytes, then CUB's own space.
+    return 2 * n * sizeof(float) + 2 * n * sizeof(int32_t) + (m + 1) * sizeof(int32_t) + 256 * 6 +
            cub_bytes;
 }
 
-void sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
-                   const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
-                   cudaStream_t s) {
-    if (m <= 0) return;
+cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
+                          const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
+                          cudaStream_t s) {
+    if (m <= 0) return cudaSuccess;
     const size_t n = static_cast<size_t>(m * vocab);
     auto* p = static_cast<uint8_t*>(workspace);
     auto take = [&](size_t b) {
@@ -183,11 +184,13 @@ void sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int6
                                                               : 64),
                                     static_cast<unsigned>(m)),
                                256, 0, s>>>(logits, vocab, rows, m, keys_in, vals_in, offsets);
-    cub::DeviceSegmentedRadixSort::SortPairsDescending(p, cub_bytes, keys_in, keys_out, vals_in,
-                                                       vals_out, int(n), int(m), offsets,
-                                                       offsets + 1, 0, 32, s);
+    const cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        p, cub_bytes, keys_in, keys_out, vals_in, vals_out, int(n), int(m), offsets, offsets + 1, 0,
+        32, s);
+    if (e != cudaSuccess) return e;
     choose_kernel<<<static_cast<unsigned>(m), kChooseThreads, 0, s>>>(keys_out, vals_out, vocab,
                                                                       rows, meta, tokens);
+    return cudaGetLastError();
 }
 
 }  // namespace myriad::cuda
