@@ -55,7 +55,7 @@ TEST(KernelPlan, FormatsAndCache) {
     ASSERT_EQ(p.stop, "");
     std::string all;
     for (const auto& l : p.lines) all += l + "\n";
-    EXPECT_TRUE(has(all, "NVIDIA") || has(all, "Test GPU"));
+    EXPECT_TRUE(has(all, "GPU 0: Test GPU, sm_90; kernels built for sm_90a")) << all;
     EXPECT_TRUE(has(all, "BF16 linears")) << all;
     EXPECT_TRUE(has(all, "NVFP4 linears")) << all;
     EXPECT_FALSE(has(all, "FP8-block")) << all;

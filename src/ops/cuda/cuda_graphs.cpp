@@ -4,11 +4,9 @@
 // arena reaches its size); the second time it is captured (the kernels are recorded on the
 // stream, then the graph runs); later steps of that size upload their inputs into the metadata
 // block at the same offsets and replay the graph: no op is called on the host at all.
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <vector>
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
@@ -113,63 +111,6 @@ bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
         "graph replay");
     synchronize("graph replay");
     return true;
-}
-
-void* CudaOps::ensure(DeviceBuffer& b, size_t bytes) {
-    if (b.size() < bytes) b = DeviceBuffer(std::max(bytes, b.size() * 2));
-    return b.data();
-}
-
-void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
-                     float* host_logits) {
-    if (capturing_ >= 0) finish_capture(logits);  // a captured step ends at its logits
-    const int64_t vocab = logits.dim(-1), n = logits.numel() / vocab;
-    MYRIAD_CHECK(static_cast<int64_t>(sampling.rows.size()) == n,
-                 "sampling for {} rows, logits of {}", sampling.rows.size(), n);
-    if (n == 0) return;
-    auto* d_logits = logits.ptr<float>();
-    auto* meta = static_cast<SampleRow*>(ensure(sample_meta_, n * sizeof(SampleRow)));
-    check_cuda(cudaMemcpyAsync(meta, sampling.rows.data(), n * sizeof(SampleRow),
-                               cudaMemcpyHostToDevice, stream_),
-               "sample");
-    LogitEdit* edits = nullptr;
-    if (!sampling.edits.empty()) {
-        const size_t eb = sampling.edits.size() * sizeof(LogitEdit);
-        edits = static_cast<LogitEdit*>(ensure(sample_edits_, eb));
-        check_cuda(cudaMemcpyAsync(edits, sampling.edits.data(), eb, cudaMemcpyHostToDevice,
-                                   stream_),
-                   "sample");
-    }
-    cuda::apply_edits(d_logits, n, vocab, meta, edits, stream_);
-    auto* d_tokens = static_cast<int32_t*>(ensure(sample_tokens_, n * sizeof(int32_t)));
-    cuda::argmax(d_logits, n, vocab, d_tokens, stream_);  // every row; sampled rows overwrite
-    std::vector<int32_t> sorted;
-    for (int64_t i = 0; i < n; ++i) {
-        const SampleRow& r = sampling.rows[static_cast<size_t>(i)];
-        if (!r.greedy && !r.host) sorted.push_back(static_cast<int32_t>(i));
-    }
-    if (!sorted.empty()) {
-        const int64_t m = static_cast<int64_t>(sorted.size());
-        auto* d_rows = static_cast<int32_t*>(ensure(sample_rows_, m * sizeof(int32_t)));
-        check_cuda(cudaMemcpyAsync(d_rows, sorted.data(), m * sizeof(int32_t),
-                                   cudaMemcpyHostToDevice, stream_),
-                   "sample");
-        const size_t wb = cuda::sort_workspace_bytes(m, vocab);
-        void* ws = ensure(sample_ws_, wb);
-        check_cuda(cuda::sample_sorted(d_logits, vocab, d_rows, m, meta, d_tokens, ws,
-                                       sample_ws_.size(), stream_),
-                   "sample (sort and choice)");
-    }
-    check("sample");
-    check_cuda(cudaMemcpyAsync(tokens, d_tokens, n * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                               stream_),
-               "sample");
-    for (int64_t i = 0; i < n; ++i)
-        if (sampling.rows[static_cast<size_t>(i)].host)
-            check_cuda(cudaMemcpyAsync(host_logits + i * vocab, d_logits + i * vocab,
-                                       vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-                       "sample");
-    synchronize("sample");
 }
 
 }  // namespace myriad::cuda
