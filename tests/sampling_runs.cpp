@@ -63,7 +63,9 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     wo.device = device;
     wo.sampling = mode;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
-    EXPECT_EQ(m.workers->backend_samples(), mode == BackendSampling::On);
+    EXPECT_EQ(m.workers->backend_samples(),
+              mode == BackendSampling::On ||
+                  (mode == BackendSampling::Auto && device == Device::Cuda));
     EngineConfig ec;
     ec.check_invariants = true;
     Engine engine(*m.workers, ec);

@@ -22,12 +22,14 @@ if ls "$out"/deb/libicu-dev_*.deb >/dev/null 2>&1; then
     tar -C "$tmp" -cJf "$out/icu-headers.tar.xz" usr/include
     rm -rf "$tmp" "$out"/deb/libicu-dev_*.deb
 fi
-# Wheels the GPU-side Python tests import that the host's image lacks (openai; requests and
-# pytest are there).
-if ! ls "$out"/whl/openai-*.whl >/dev/null 2>&1; then
+# Wheels the GPU-side Python tests import that the host's image may lack: openai, pytest,
+# requests, tiktoken (test_generate_chat's tokenizer oracle) and what they need. pip resolves
+# the dependencies for the host's Python 3.12.
+wheels=(openai==1.109.1 pytest requests tiktoken jinja2)
+if ! ls "$out"/whl/tiktoken-*.whl >/dev/null 2>&1; then
     python3 -m pip download --quiet --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux2014_x86_64 -d "$out/whl" openai==1.109.1 \
-        || echo "gpu_bundle: pip download of openai failed; the Python server tests will skip it"
+        --platform manylinux2014_x86_64 -d "$out/whl" "${wheels[@]}" \
+        || echo "gpu_bundle: pip download of ${wheels[*]} failed; the Python server tests will fail"
 fi
 du -sh "$out"

@@ -6,7 +6,9 @@
 # GPU_TESTS=0 skips building and running the GPU tests (benchmarks only); GPU_NOGRAPHS=0 and
 # GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
 # GPU_SANITIZER=0 skips compute-sanitizer over the op tests; GPU_PY=0 skips the server's Python
-# (openai client) tests on the GPU.
+# (openai client) tests on the GPU. GPU_NCU: bench-model arguments to profile per kernel with
+# Nsight Compute (graphs off), summed by kernel name into ncu.txt (empty, the default: none).
+# Logs go into logs.tar.xz at the end (the device tool returns at most 8 files).
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
 set -uo pipefail
@@ -140,14 +142,15 @@ fi
 # a venv over the host's Python with the bundle's wheels (GPU_PY=0 skips them).
 if [ "$have_myriad" = 1 ] && [ "${GPU_PY:-1}" = 1 ]; then
     python3 -m venv --system-site-packages "$root/.gpu-venv" >/dev/null 2>&1 &&
-        "$root/.gpu-venv/bin/pip" install --quiet --no-index --find-links "$bundle/whl" openai \
+        "$root/.gpu-venv/bin/pip" install --quiet --no-index --find-links "$bundle/whl" \
+            openai pytest requests tiktoken jinja2 \
             >"$OUT/pip.log" 2>&1 || echo "gpu_run: no venv with openai (see pip.log)"
     for t in test_serve test_serve_real_model test_chat test_generate_chat; do
         MYRIAD_BINARY=$root/build-gpu/myriad timeout 300 "$root/.gpu-venv/bin/python" \
             "tests/python/$t.py" >"$OUT/py_$t.log" 2>&1
         prc=$?
         echo "python $t: exit $prc, $(grep -E "passed|failed|error" "$OUT/py_$t.log" | tail -1)"
-        [ "$prc" = 0 ] || rc=1
+        [ "$prc" = 0 ] || { rc=1; tail -15 "$OUT/py_$t.log"; }
     done
 fi
 if [ "$have_myriad" = 1 ]; then
@@ -170,4 +173,17 @@ if [ "$have_myriad" = 1 ]; then
         tail -40 "$OUT/bench_run.log" | tee -a "$OUT/bench.txt" | tail -24
     done
 fi
+if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    # shellcheck disable=SC2086  # GPU_NCU is a word list
+    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
+        --metrics gpu__time_duration.sum --csv --page raw -k 'regex:^(?!.*synth)' \
+        ./build-gpu/myriad bench-model $GPU_NCU --check-layers 0 --device cuda \
+        >"$OUT/ncu.csv" 2>"$OUT/ncu.log"
+    echo "== ncu: bench-model $GPU_NCU (exit $?)" | tee "$OUT/ncu.txt"
+    python3 tools/ncu_summary.py "$OUT/ncu.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
+    xz -f "$OUT/ncu.csv"
+fi
+# One archive of the logs, so that the summaries above come back beside it.
+(cd "$OUT" && tar -cJf logs.tar.xz --remove-files ./*.log 2>/dev/null)
 exit $rc

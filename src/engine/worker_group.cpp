@@ -41,7 +41,9 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         for (const auto& line : plan.lines) log::info("{}", line);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
-    backend_samples_ = options_.tp == 1 && options_.sampling == BackendSampling::On;
+    backend_samples_ = options_.tp == 1 &&
+                       (options_.sampling == BackendSampling::On ||
+                        (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda));
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);

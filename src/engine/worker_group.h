@@ -22,9 +22,9 @@ class CpuCommGroup;
 inline constexpr int64_t kKvBlockSize = 16;
 
 // Who chooses the tokens: On makes the backend sample on its device (only ids come back; on the
-// CPU backend, as a device would: tests of that path); Off and Auto copy the logits to the
-// engine. Auto will mean On for the GPU once the GPU sampler has passed its tests on a GPU
-// (tests/gpu/sampling_test.cpp; written, not yet run there).
+// CPU backend, as a device would: tests of that path); Off copies the logits to the engine,
+// which samples. Auto is On for one GPU rank (tests/gpu/sampling_test.cpp checks it equals the
+// engine's sampling) and Off otherwise.
 enum class BackendSampling : uint8_t { Auto, On, Off };
 
 struct WorkerGroupOptions {

@@ -82,5 +82,11 @@ TEST(GpuBackendSampling, EngineTokensEqualHostSampling) {
                          run_request_kinds(Device::Cuda, BackendSampling::Off));
 }
 
+// The default on one GPU samples there (run_request_kinds checks backend_samples()).
+TEST(GpuBackendSampling, AutoSamplesOnTheGpu) {
+    expect_same_outcomes(run_request_kinds(Device::Cuda, BackendSampling::Auto),
+                         run_request_kinds(Device::Cuda, BackendSampling::Off));
+}
+
 }  // namespace
 }  // namespace myriad::testing
