@@ -182,8 +182,8 @@ if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
         >"$OUT/ncu.csv" 2>"$OUT/ncu.log"
     echo "== ncu: bench-model $GPU_NCU (exit $?)" | tee "$OUT/ncu.txt"
     python3 tools/ncu_summary.py "$OUT/ncu.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
-    xz -f "$OUT/ncu.csv"
 fi
-# One archive of the logs, so that the summaries above come back beside it.
-(cd "$OUT" && tar -cJf logs.tar.xz --remove-files ./*.log 2>/dev/null)
+# One archive of everything but the .txt summaries, so that those come back beside it.
+(cd "$OUT" && find . -maxdepth 1 -type f ! -name '*.txt' ! -name logs.tar.xz -printf '%f\n' |
+    tar -cJf logs.tar.xz --remove-files -T - 2>/dev/null)
 exit $rc
