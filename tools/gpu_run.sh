@@ -7,7 +7,8 @@
 # GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
 # GPU_SANITIZER=0 skips compute-sanitizer over the op tests; GPU_PY=0 skips the server's Python
 # (openai client) tests on the GPU. GPU_NCU: bench-model arguments to profile per kernel with
-# Nsight Compute (graphs off), summed by kernel name into ncu.txt (empty, the default: none).
+# Nsight Compute (graphs off), summed by kernel name into ncu.txt (empty, the default: none);
+# GPU_NCU_ARGS: more ncu options (e.g. --launch-skip 6000 --launch-count 1300).
 # Logs go into logs.tar.xz at the end (the device tool returns at most 8 files).
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
@@ -176,7 +177,7 @@ fi
 if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     # shellcheck disable=SC2086  # GPU_NCU is a word list
-    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
+    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none ${GPU_NCU_ARGS:-} \
         --metrics gpu__time_duration.sum --csv --page raw -k 'regex:^(?!.*synth)' \
         ./build-gpu/myriad bench-model $GPU_NCU --check-layers 0 --device cuda \
         >"$OUT/ncu.csv" 2>"$OUT/ncu.log"

@@ -183,10 +183,7 @@ void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,
 void DeepseekV3::mlp(const MlpWeights& w, Tensor x, Tensor out) {
     const int64_t t_count = x.dim(0), inter = w.gate.rows;
     Tensor g = ops_.scratch(DType::F32, {t_count, inter});
-    Tensor u = ops_.scratch(DType::F32, {t_count, inter});
-    ops_.linear(x, w.gate, g);
-    ops_.linear(x, w.up, u);
-    ops_.silu_mul(g, u, g);
+    ops_.linear_silu_mul(x, w.gate, w.up, g);
     ops_.linear(g, w.down, out);
 }
 

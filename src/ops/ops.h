@@ -111,6 +111,14 @@ public:
     virtual void add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) = 0;
     // out = silu(gate) * up, all [T, I].
     virtual void silu_mul(Tensor gate, Tensor up, Tensor out) = 0;
+    // out [T, I] = silu(x · gate^T) * (x · up^T), the first half of a gated MLP. By default
+    // linear, linear and silu_mul; a backend may read both weights in one pass instead.
+    virtual void linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Tensor out) {
+        Tensor u = scratch(DType::F32, {out.dim(0), out.dim(1)});
+        linear(x, gate, out);
+        linear(x, up, u);
+        silu_mul(out, u, out);
+    }
     // out [N, D] = x [rows[i]] for the step's logit_rows.
     virtual void gather_logit_rows(Tensor x, Tensor out) = 0;
     // out [N] (I32) = argmax over the last dimension of x [N, V]; lowest index wins ties.

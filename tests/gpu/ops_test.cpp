@@ -155,6 +155,37 @@ TEST_P(GpuLinear, MatchesCpu) {
         << weight_format_name(format) << " m " << m;
 }
 
+// The gated half of an MLP: one skinny launch over both weights up to kSkinnyRows rows, the
+// default (linear, linear, silu_mul on cuBLASLt) past them.
+TEST_P(GpuLinear, SiluMulMatchesCpu) {
+    const auto [format, m] = GetParam();
+    const int64_t n = 256, k = 512;
+    std::vector<uint16_t> dense_g, dense_u;
+    QuantMatrix qg, qu;
+    WeightSource sg, su;
+    if (format == WeightFormat::Dense) {
+        dense_g = randn_bf16(n * k, 0.05f);
+        dense_u = randn_bf16(n * k, 0.05f);
+        sg = bf16_source(dense_g, n, k);
+        su = bf16_source(dense_u, n, k);
+    } else {
+        qg = random_quant(format, n, k, rng);
+        qu = random_quant(format, n, k, rng);
+        sg = qg.src;
+        su = qu.src;
+    }
+    Weight gc = cpu.load_weight(sg), uc = cpu.load_weight(su);
+    Weight gg = gpu->load_weight(sg), ug = gpu->load_weight(su);
+    auto x = randn(m * k);
+    std::vector<float> ref(m * n);
+    cpu.linear_silu_mul(host(x, {m, k}), gc, uc, host(ref, {m, n}));
+    Tensor out = poisoned(DType::F32, {m, n});
+    gpu->linear_silu_mul(dev(x, {m, k}), gg, ug, out);
+    const double err = rel_err(fetch(out), ref);
+    EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+        << weight_format_name(format) << " m " << m;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Formats, GpuLinear,
     ::testing::Combine(::testing::Values(WeightFormat::Dense, WeightFormat::Fp8Block,

@@ -215,24 +215,46 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
 }
 
 // Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
-// M).
+// M). Each split's weight e^(m_z - M) / den is computed once, into shared memory, by the first
+// warp (at most kMaxSplits splits), and the threads then sum the splits' partials for their
+// value elements with those weights.
+constexpr int kMaxSplits = 64;
 __global__ void combine_splits_kernel(AttnArgs a) {
+    __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
-    const float* p = a.part + (r * a.heads + h) * a.splits * (a.dv + 2);
-    float mx = -INFINITY;
-    for (int64_t z = 0; z < a.splits; ++z) mx = fmaxf(mx, p[z * (a.dv + 2) + a.dv]);
-    float den = 0.0f;
-    for (int64_t z = 0; z < a.splits; ++z) {
-        const float mz = p[z * (a.dv + 2) + a.dv];
-        if (mz != -INFINITY) den += p[z * (a.dv + 2) + a.dv + 1] * expf(mz - mx);
+    const int64_t width = a.dv + 2;
+    const float* p = a.part + (r * a.heads + h) * a.splits * width;
+    if (threadIdx.x < kWarp) {
+        const int lane = threadIdx.x;
+        float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+            const int64_t z = lane + int64_t(i) * kWarp;
+            mz[i] = z < a.splits ? p[z * width + a.dv] : -INFINITY;
+            lz[i] = z < a.splits ? p[z * width + a.dv + 1] : 0.0f;
+            mx = fmaxf(mx, mz[i]);
+        }
+        mx = warp_max(mx);
+        float e[kMaxSplits / kWarp], den = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+            e[i] = mz[i] == -INFINITY ? 0.0f : expf(mz[i] - mx);
+            den += lz[i] * e[i];
+        }
+        den = warp_sum(den);
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+            const int64_t z = lane + int64_t(i) * kWarp;
+            if (z < a.splits) weight[z] = e[i] / den;
+        }
     }
+    __syncthreads();
     for (int64_t d = threadIdx.x; d < a.dv; d += blockDim.x) {
         float num = 0.0f;
-        for (int64_t z = 0; z < a.splits; ++z) {
-            const float mz = p[z * (a.dv + 2) + a.dv];
-            if (mz != -INFINITY) num += p[z * (a.dv + 2) + d] * expf(mz - mx);
-        }
-        a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num / den;
+        for (int64_t z = 0; z < a.splits; ++z)
+            if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
+        a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
     }
 }
 

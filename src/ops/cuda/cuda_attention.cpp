@@ -157,6 +157,7 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     // Few (row, head) pairs (small decode batches): split the keys over up to 16 blocks each so
     // about four blocks per multiprocessor run (fixed by the shape: a captured graph keeps it).
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
+    // At most 16 splits (combine_splits_kernel takes up to 64).
     a.splits = std::clamp<int64_t>(4 * 132 / std::max<int64_t>(pairs, 1), 1, 16);
     Tensor part;
     if (a.splits > 1) {

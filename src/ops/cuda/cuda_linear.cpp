@@ -253,6 +253,29 @@ void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {
     check("linear");
 }
 
+void CudaOps::linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Tensor out) {
+    const int64_t k = x.dim(-1), m = x.numel() / k;
+    const bool fused = m > 0 && m <= skinny_rows_ && qformat(gate) == qformat(up) &&
+                       gate.rows == up.rows && gate.cols == k && up.cols == k &&
+                       out.numel() == m * gate.rows &&
+                       reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && k % 8 == 0;
+    if (!fused) return Ops::linear_silu_mul(x, gate, up, out);
+    SkinnyArgs a;
+    a.x = x.ptr<float>();
+    a.ldx = k;
+    a.single = matrix(gate);
+    a.single_up = matrix(up);
+    a.glu = true;
+    a.m = m;
+    a.max_rows = m;
+    a.n = gate.rows;
+    a.k = k;
+    a.out = out.ptr<float>();
+    a.ldo = gate.rows;
+    skinny_linear(qformat(gate), a, stream_);
+    check("linear_silu_mul");
+}
+
 void CudaOps::linear_blas(Tensor x, const Weight& w, Tensor out) {
     const int64_t k = x.dim(-1), m = x.numel() / k, n = w.rows;
     Tensor xb = scratch(DType::BF16, {m, k});

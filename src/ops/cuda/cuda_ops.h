@@ -87,6 +87,9 @@ class CudaOps final : public Ops {
     void add(Tensor x, Tensor y) override;
     void add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) override;
     void silu_mul(Tensor gate, Tensor up, Tensor out) override;
+    // Decode-size steps (≤ kSkinnyRows rows): one skinny launch reading the gate and up rows
+    // together (SkinnyArgs::glu); otherwise the default.
+    void linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Tensor out) override;
     void gather_logit_rows(Tensor x, Tensor out) override;
     void argmax(Tensor x, Tensor out) override;
 

@@ -38,6 +38,31 @@ __device__ __forceinline__ float weight_at(const void* w, bool bf16, int64_t i) 
                 : static_cast<const float*>(w)[i];
 }
 
+// The norms read a row's elements kNormBatch at a time into registers before using any: the
+// stores between the loads (the residual's, or `out`, which may alias `x`) otherwise keep the
+// compiler from overlapping them, and each element costs a full memory latency in turn. A
+// thread's partial sum still runs over i = tid, tid + blockDim, ... in that order.
+constexpr int kNormBatch = 4;
+
+// Writes w[i] * (x[i] * inv) for the row, each thread its own elements.
+__device__ __forceinline__ void scale_row(const float* xr, const void* w, bool bf16, int64_t d,
+                                          float inv, float* o) {
+    for (int64_t base = threadIdx.x; base < d; base += kNormBatch * int64_t(blockDim.x)) {
+        float v[kNormBatch], g[kNormBatch];
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            v[j] = i < d ? xr[i] : 0.0f;
+            g[j] = i < d ? weight_at(w, bf16, i) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            if (i < d) o[i] = g[j] * (v[j] * inv);
+        }
+    }
+}
+
 // One block per row. `out` may alias `x`: every thread reads its elements before the
 // reduction's barriers and writes after them.
 __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
@@ -45,11 +70,20 @@ __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t
     const float* xr = x + blockIdx.x * d;
     float* o = out + blockIdx.x * d;
     float ss = 0.0f;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) ss += xr[i] * xr[i];
+    for (int64_t base = threadIdx.x; base < d; base += kNormBatch * int64_t(blockDim.x)) {
+        float v[kNormBatch];
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            v[j] = i < d ? xr[i] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j)
+            if (base + j * int64_t(blockDim.x) < d) ss += v[j] * v[j];
+    }
     ss = block_sum(ss);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-        o[i] = weight_at(w, bf16, i) * (xr[i] * inv);
+    scale_row(xr, w, bf16, d, inv, o);
 }
 
 // One block per row: the residual add, then the norm of the sum, with rmsnorm_kernel's
@@ -60,15 +94,25 @@ __global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool
     const float* yr = y + blockIdx.x * d;
     float* o = out + blockIdx.x * d;
     float ss = 0.0f;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        const float v = xr[i] + yr[i];
-        xr[i] = v;
-        ss += v * v;
+    for (int64_t base = threadIdx.x; base < d; base += kNormBatch * int64_t(blockDim.x)) {
+        float v[kNormBatch];
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            v[j] = i < d ? xr[i] + yr[i] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            if (i < d) {
+                xr[i] = v[j];
+                ss += v[j] * v[j];
+            }
+        }
     }
     ss = block_sum(ss);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-        o[i] = weight_at(w, bf16, i) * (xr[i] * inv);
+    scale_row(xr, w, bf16, d, inv, o);
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
