@@ -171,7 +171,7 @@ def pseudo_city(r):
     after the training cities (order-2 Markov), syllables, random letters, or English words."""
     roll = r.random()
     if roll < 0.5:
-        word = _markov_word(r)
+        word = _accented(r, _markov_word(r))
     elif roll < 0.7:
         word = "".join(r.choice(_SYL) for _ in range(r.choice([2, 2, 3, 3, 4]))).capitalize()
     elif roll < 0.85:
@@ -181,11 +181,30 @@ def pseudo_city(r):
     roll = r.random()
     if roll < 0.15:
         return f"{r.choice(_CITY_WORDS)} {word}"
-    if roll < 0.25:
-        return f"{word} {_markov_word(r)}"
     if roll < 0.3:
+        return f"{word} {_accented(r, _markov_word(r))}"
+    if roll < 0.35:
         return f"{word}-{_markov_word(r)}"
+    if roll < 0.4:
+        return f"{word} {r.choice(_PARTICLES)} {_markov_word(r)}"
     return word
+
+
+_PARTICLES = ["de", "la", "del", "do", "es", "am", "an der", "sur", "of", "upon"]
+_ACCENT = {"a": "áàâä", "e": "éèêë", "i": "íî", "o": "óôöø", "u": "úüû", "c": "çč", "n": "ñń",
+           "s": "šș", "z": "žź", "l": "ł"}
+
+
+def _accented(r, word):
+    """Sometimes one letter of a made-up name gets an accent (Valparaíso, Łódź, Brașov)."""
+    if r.random() >= 0.25:
+        return word
+    spots = [i for i, ch in enumerate(word) if ch.lower() in _ACCENT]
+    if not spots:
+        return word
+    i = r.choice(spots)
+    ch = r.choice(_ACCENT[word[i].lower()])
+    return word[:i] + (ch.upper() if word[i].isupper() else ch) + word[i + 1:]
 
 
 def training_city(r):
@@ -370,9 +389,11 @@ def _arith_request(r, a, op, b, held_out):
     words = r.random() < 0.4
     spaced = held_out or r.random() < 0.85
     e = arith_expression(a, op, b, words=words, spaced=spaced)
-    if not held_out and r.random() < 0.2:
-        return _casing(r, r.choice(pre) + _noisy_arith_core(r, e) + r.choice(suf), held_out)
-    return _casing(r, r.choice(pre) + r.choice(core).format(e=e) + r.choice(suf), held_out)
+    if held_out:
+        return r.choice(pre) + r.choice(core).format(e=e) + r.choice(suf)
+    if r.random() < 0.2:
+        return _casing(r, _opening(r, pre) + _noisy_arith_core(r, e) + r.choice(suf), held_out)
+    return _casing(r, _opening(r, pre) + r.choice(core).format(e=e) + r.choice(suf), held_out)
 
 
 # Common words for noise in training requests: an unknown verb before an expression, words
@@ -396,6 +417,24 @@ _NOISE_WORDS = [w for w in _NOISE_WORDS if not _HELD_OUT_RE.search(w.capitalize(
 
 def _noise(r, lo=1, hi=3):
     return " ".join(r.choice(_NOISE_WORDS) for _ in range(r.randint(lo, hi)))
+
+
+def _opening(r, prefixes):
+    """A training request's opening: mostly from the list; sometimes a lead-in with a capitalised
+    word that is neither the city nor the key (a name, a noise word), so the model learns which
+    capitalised word to copy."""
+    if r.random() >= 0.12:
+        return r.choice(prefixes)
+    roll = r.random()
+    name = r.choice(_FIRST)
+    if roll < 0.3:
+        return r.choice([f"{name}, ", f"Hey {name}! ", f"Hello {name}. ", f"Thanks {name}. ",
+                         f"Hi {name}, "])
+    if roll < 0.6:
+        return f"{_noise(r, 1, 2).capitalize()}, "
+    return r.choice(["Pardon me, ", "Sorry to bother you, ", "Dear assistant, ", "Apologies, ",
+                     "If you don't mind, ", "Real quick, ", "Tell me something, ",
+                     "One question, "])
 
 
 def _noisy_arith_core(r, e):
@@ -589,9 +628,12 @@ def _tool_request(r, tool, held_out=False):
         value = weather_value(r)
         if not held_out and r.random() < 0.2:  # words after the city
             core = r.choice(_WEATHER_STEMS) + f" {_noise(r)}" + r.choice(["?", "", "."])
-        text = r.choice(prefixes) + core.format(c=city)
-        if not held_out and r.random() < 0.06:  # lower case, the city as written
-            text = (r.choice(prefixes) + core).lower().replace("{c}", city)
+        if held_out:
+            text = r.choice(prefixes) + core.format(c=city)
+        else:
+            text = _opening(r, prefixes) + core.format(c=city)
+            if r.random() < 0.06:  # lower case, the city as written
+                text = (r.choice(prefixes) + core).lower().replace("{c}", city)
         return {"text": text, "arguments": {"city": city},
                 "value": value, "answer": weather_answer(r, city, value), "mention": city}
     if tool == "lookup":
@@ -601,7 +643,8 @@ def _tool_request(r, tool, held_out=False):
         value = lookup_value(r, key)
         if not held_out and r.random() < 0.15:  # words after the key's name
             core = r.choice(_LOOKUP_STEMS) + f" {_noise(r)}" + r.choice(["?", "", "."])
-        return {"text": _casing(r, r.choice(prefixes) + core.format(k=name), held_out),
+        opening = r.choice(prefixes) if held_out else _opening(r, prefixes)
+        return {"text": _casing(r, opening + core.format(k=name), held_out),
                 "arguments": {"key": key},
                 "value": value, "answer": lookup_answer(r, name, value), "mention": name}
     a, op, b = _arith_operands(r, big=r.random() < 0.5)
