@@ -22,10 +22,11 @@ constexpr int kWarpsPerBlock = 8;  // output columns per block
 // first version) a 4-bit weight row was read 128 bytes per warp at a time, far too little in
 // flight to cover the memory latency (MYRIAD_CUDA_SKINNY_UNROLL=1 brings it back, to compare).
 // The loads stay in their stored form until used, which keeps the registers per lane low.
-// U = 8 for BF16 too (it was 4): a 2,048-wide BF16 row (4 KB) is then read in one round trip
-// instead of two.
+// BF16 stays at U = 4: U = 8 (a 4 KB row in one round trip) took 90 registers instead of 64, so
+// half the blocks fit on a multiprocessor and q_proj's 384 blocks needed a second wave (ncu on
+// the H200: 9.0 -> 12.3 us a call).
 template <QFormat F>
-constexpr int kUnroll = 8;
+constexpr int kUnroll = F == QFormat::Bf16 ? 4 : 8;
 
 // Accumulates acc[m] += x[row m] · W[col] (and, with Glu, acc_up[m] += x[row m] · W_up[col])
 // over all of K for rows m < rows (at most R), lanes splitting K; xr[m] is row m's offset in x.
