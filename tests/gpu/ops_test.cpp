@@ -362,6 +362,73 @@ INSTANTIATE_TEST_SUITE_P(Groups, GpuRoute, ::testing::Values(1, 4));
 // Routed experts in every format, for decode-size and prefill-size batches (t 12: experts with
 // two tiles of 4 rows; 45 and 200: the tensor-core path, 200 with two 64-row tiles); expert 5
 // is not held by this rank (empty weights) and must contribute nothing.
+// The grouping of (token, choice) pairs by expert, one-block kernel and three-kernel path alike,
+// against the host: offsets are the prefix of the counts, tiles cover each expert's rows in
+// tile_rows steps, and every pair's row lies in its expert's range, holds its token, and is
+// used once. (Rows within an expert come in the atomics' order on both paths.)
+TEST_F(GpuOpsTest, MoeSortBothPathsMatchTheHost) {
+    struct Case {
+        int64_t tokens, k, experts;
+        int32_t tile_rows;
+    };
+    for (const Case c : {Case{1, 6, 64, 4}, Case{64, 6, 64, 4}, Case{7, 8, 384, 8},
+                         Case{700, 6, 64, 64}, Case{2000, 8, 256, 64}}) {
+        const int64_t pairs = c.tokens * c.k;
+        std::vector<int32_t> ids(static_cast<size_t>(pairs));
+        for (int64_t t = 0; t < c.tokens; ++t) {
+            std::vector<int32_t> perm(static_cast<size_t>(c.experts));
+            std::iota(perm.begin(), perm.end(), 0);
+            // Skewed choices, so some experts get many rows and some none.
+            std::shuffle(perm.begin(), perm.begin() + std::min<int64_t>(c.experts, 3 * c.k), rng);
+            for (int64_t j = 0; j < c.k; ++j) ids[t * c.k + j] = perm[j];
+        }
+        std::vector<int32_t> want_offsets(static_cast<size_t>(c.experts + 1), 0);
+        for (int32_t e : ids) ++want_offsets[e + 1];
+        for (int64_t e = 0; e < c.experts; ++e) want_offsets[e + 1] += want_offsets[e];
+        std::vector<int32_t> want_tiles;
+        for (int64_t e = 0; e < c.experts; ++e)
+            for (int32_t r = want_offsets[e]; r < want_offsets[e + 1]; r += c.tile_rows)
+                want_tiles.insert(want_tiles.end(), {static_cast<int32_t>(e), r});
+        const int64_t max_tiles = cuda::moe_max_tiles(pairs, c.experts, c.tile_rows);
+        for (bool fused : {true, false}) {
+            SCOPED_TRACE(::testing::Message() << (fused ? "one block" : "three kernels")
+                                              << ", pairs " << pairs << ", experts "
+                                              << c.experts);
+            gpu->reset_scratch();
+            Tensor d_ids = dev_i32(ids, {pairs});
+            Tensor counts = poisoned(DType::I32, {c.experts});
+            Tensor offsets = poisoned(DType::I32, {c.experts + 1});
+            Tensor sorted_token = poisoned(DType::I32, {pairs});
+            Tensor pair_row = poisoned(DType::I32, {pairs});
+            Tensor tiles = poisoned(DType::I32, {2 * max_tiles});
+            Tensor tile_count = poisoned(DType::I32, {1});
+            cuda::set_moe_sort_fused(fused);
+            cuda::moe_sort(d_ids.ptr<int32_t>(), pairs, c.k, c.experts, counts.ptr<int32_t>(),
+                           offsets.ptr<int32_t>(), sorted_token.ptr<int32_t>(),
+                           pair_row.ptr<int32_t>(), c.tile_rows, tiles.ptr<int32_t>(),
+                           tile_count.ptr<int32_t>(), nullptr);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            cuda::set_moe_sort_fused(false);  // the default
+            EXPECT_EQ(fetch_i32(offsets), want_offsets);
+            const auto n_tiles = fetch_i32(tile_count);
+            ASSERT_EQ(n_tiles[0], static_cast<int32_t>(want_tiles.size() / 2));
+            auto got_tiles = fetch_i32(tiles);
+            got_tiles.resize(want_tiles.size());
+            EXPECT_EQ(got_tiles, want_tiles);
+            const auto tok = fetch_i32(sorted_token), row = fetch_i32(pair_row);
+            std::vector<int> used(static_cast<size_t>(pairs), 0);
+            int wrong = 0;
+            for (int64_t i = 0; i < pairs; ++i) {
+                const int32_t r = row[i], e = ids[i];
+                if (r < want_offsets[e] || r >= want_offsets[e + 1] || tok[r] != i / c.k ||
+                    used[r]++ != 0)
+                    ++wrong;
+            }
+            EXPECT_EQ(wrong, 0);
+        }
+    }
+}
+
 class GpuExperts : public GpuOpsTest,
                    public ::testing::WithParamInterface<std::tuple<WeightFormat, int64_t>> {};
 

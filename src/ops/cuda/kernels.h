@@ -177,13 +177,16 @@ struct RouteArgs {
     float* weights = nullptr;
 };
 void moe_route(const RouteArgs& a, cudaStream_t s);
-// Groups the (token, choice) pairs by expert on the device: counts, offsets [E + 1],
+// Groups the (token, choice) pairs by expert on the device (counts [E]: workspace): offsets [E + 1],
 // sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row); and
 // the tiles of SkinnyArgs: (expert, first row) for every tile_rows rows of each expert that has
 // rows, *tile_count of them (at most moe_max_tiles).
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
               int32_t* tiles, int32_t* tile_count, cudaStream_t s);
+// Decode-size steps (up to 8,192 pairs and 4,096 experts) group in one single-block kernel
+// when MYRIAD_CUDA_SORT=fused or this says so (tests run both paths).
+void set_moe_sort_fused(bool fused);
 // Experts with c rows need ceil(c / R) tiles: at most pairs / R + (experts that have rows).
 inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) {
     return pairs / tile_rows + (pairs < experts ? pairs : experts) + 1;
