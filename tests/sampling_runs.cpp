@@ -50,7 +50,7 @@ std::vector<SamplingParams> request_kinds() {
     return kinds;
 }
 
-std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode) {
+std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode, WarmUp warm) {
     std::vector<std::vector<TokenId>> prompts;
     for (const auto& p : load_golden_reference("kimi_k2").p) prompts.push_back(p.ids);
     const std::string dir = golden_dir("kimi_k2");
@@ -68,6 +68,7 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
                   (mode == BackendSampling::Auto && device == Device::Cuda));
     EngineConfig ec;
     ec.check_invariants = true;
+    ec.warm_up = warm;
     Engine engine(*m.workers, ec);
     auto kinds = request_kinds();
     std::vector<std::shared_ptr<RequestHandle>> handles;

@@ -19,9 +19,10 @@ struct SamplingOutcome {
 // tokens (rows the engine samples on the host); top_k 1. All seeded: 12 kinds, 20 tokens each.
 std::vector<SamplingParams> request_kinds();
 
-// One engine (one rank on `device`, sampling `mode`) running every kind at once, kind i on
-// the golden prompt i % (their number); the outcomes in kind order.
-std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode);
+// One engine (one rank on `device`, sampling `mode`, warm-up `warm`) running every kind at once,
+// kind i on the golden prompt i % (their number); the outcomes in kind order.
+std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode,
+                                               WarmUp warm = WarmUp::Auto);
 
 // The same tokens, logprobs and finish reason, kind by kind (failures name the kind).
 void expect_same_outcomes(const std::vector<SamplingOutcome>& got,

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "engine/sampler.h"
@@ -22,6 +23,75 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
     if (config_.scheduler.max_num_seqs < 1 || config_.scheduler.max_num_batched_tokens < 1)
         bad_input("--max-num-seqs and --max-num-batched-tokens must be at least 1");
     stats_.blocks_total = blocks_.num_blocks();
+    const bool warm = config_.warm_up == WarmUp::On ||
+                      (config_.warm_up == WarmUp::Auto && workers.options().device == Device::Cuda);
+    if (warm) warm_up();
+}
+
+// One step as large as the scheduler makes them: max_num_seqs - 1 one-token sequences and one
+// prefill of the remaining max_num_batched_tokens, every sequence sampled (non-greedy, so a
+// sampling backend sizes its sort workspace). Its KV goes to free blocks that the block manager
+// has not handed out: any sequence writes a slot before reading it, and the prefix cache only
+// keeps blocks that real steps filled, so nothing of it is ever read. A real step can still
+// need more scratch than this one when a prefill chunk attends to a long earlier context.
+void Engine::warm_up() {
+    const int64_t bs = workers_.options().kv_block_size, blocks = workers_.options().kv_blocks;
+    int64_t tokens = std::min(config_.scheduler.max_num_batched_tokens, blocks * bs);
+    tokens = std::min(tokens, max_model_len_);
+    if (tokens < 1) return;
+    // Each decode sequence takes a block; the prefill takes what its tokens need.
+    int64_t decodes = std::min(config_.scheduler.max_num_seqs, tokens) - 1;
+    while (decodes > 0 && decodes + (tokens - decodes + bs - 1) / bs > blocks) --decodes;
+    StepInput st;
+    BlockId next = 0;
+    for (int64_t i = 0; i < decodes; ++i) {
+        SeqSlice s;
+        s.q_begin = i;
+        s.q_len = 1;
+        s.ctx_len = 1;
+        s.block_table.push_back(next);
+        st.token_ids.push_back(0);
+        st.positions.push_back(0);
+        st.slots.push_back(int64_t{next++} * bs);
+        st.logit_rows.push_back(static_cast<int32_t>(i));
+        st.seqs.push_back(std::move(s));
+    }
+    SeqSlice prefill;
+    prefill.q_begin = decodes;
+    prefill.q_len = tokens - decodes;
+    prefill.ctx_len = prefill.q_len;
+    for (int64_t p = 0; p < prefill.q_len; ++p) {
+        if (p % bs == 0) prefill.block_table.push_back(next++);
+        st.token_ids.push_back(0);
+        st.positions.push_back(static_cast<int32_t>(p));
+        st.slots.push_back(int64_t{prefill.block_table.back()} * bs + p % bs);
+    }
+    st.logit_rows.push_back(static_cast<int32_t>(tokens - 1));
+    st.seqs.push_back(std::move(prefill));
+
+    const size_t rows = st.logit_rows.size();
+    std::vector<float> logits(rows * static_cast<size_t>(workers_.config().vocab_size));
+    std::vector<int32_t> tokens_out(rows, -1);
+    StepSampling sampling;
+    if (workers_.backend_samples()) {
+        SampleRow row;
+        row.greedy = false;
+        row.top_k = 50;
+        row.top_p = 0.9;
+        row.uniform = 0.5;
+        sampling.rows.assign(rows, row);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        workers_.step(st, logits.data(), workers_.backend_samples() ? &sampling : nullptr,
+                      tokens_out.data());
+    } catch (const std::exception& e) {
+        bad_input("the warm-up step ({} tokens in {} sequences, the largest this engine "
+                  "schedules) failed: {}; lower --max-num-batched-tokens or --max-num-seqs",
+                  tokens, st.seqs.size(), e.what());
+    }
+    log::info("warm-up: one step of {} tokens in {} sequences in {:.2f} s", tokens, st.seqs.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 Engine::~Engine() {

@@ -19,8 +19,15 @@
 
 namespace myriad {
 
+// Whether the engine runs one step of the largest shape it schedules before serving (the
+// warm-up): the backend sizes its step buffers (scratch arena, sampling workspaces) and loads
+// its kernels then, not while requests wait. Auto: on for the GPU, where growing the arena
+// also drops every captured graph; off for the CPU, where it only costs start-up time.
+enum class WarmUp : uint8_t { Auto, On, Off };
+
 struct EngineConfig {
     SchedulerConfig scheduler;
+    WarmUp warm_up = WarmUp::Auto;
     int64_t max_model_len = 0;  // 0: max_position_embeddings capped by the KV cache
     bool prefix_caching = true;
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
@@ -72,6 +79,7 @@ class Engine {
     void finish(Sequence* seq, FinishReason reason, RequestOutput out);
     void publish_stats(int64_t generated, bool ran_step);  // the scheduler's counts into stats_
     void loop();
+    void warm_up();
 
     WorkerGroup& workers_;
     EngineConfig config_;
