@@ -231,11 +231,18 @@ class GpuCache : public GpuOpsTest, public ::testing::WithParamInterface<DType> 
         return c;
     }
     double tol() const { return GetParam() == DType::F32 ? kF32Tol : kBf16Tol; }
+    void append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
+                              const std::vector<int64_t>& lens);
 };
 
-TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
-    const int64_t latent = 64, rope = 16, bs = 16, heads = 4, nope = 24;
-    CachePair cache = make_cache(GetParam(), 40, bs, latent, rope);
+// Append, gather and absorbed attention over the cache for sequences of `lens` context keys,
+// with both decode kernels (cuda::set_attention_variant).
+void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
+                                    const std::vector<int64_t>& lens) {
+    const int64_t bs = 16, nope = 24;
+    int64_t blocks = 0;
+    for (int64_t n : lens) blocks += (n + bs - 1) / bs;
+    CachePair cache = make_cache(GetParam(), blocks + 3, bs, latent, rope);
     std::vector<float> inv(rope / 2);
     for (int64_t i = 0; i < rope / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / rope);
     RopeParams rc{host(inv, {rope / 2}), 1.0f, RopeStyle::AdjacentPairs};
@@ -244,8 +251,11 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
     Weight nc = cpu.load_weight(f32_vector_source(normw));
     Weight ng = gpu->load_weight(f32_vector_source(normw));
 
-    // Fill the whole context of three sequences (as prefill does), then decode-style steps.
-    StepInput fill = make_step({{37, 37}, {5, 5}, {70, 70}}, bs, 40, rng);
+    // Fill the whole context of each sequence (as prefill does), then decode-style steps.
+    std::vector<std::pair<int64_t, int64_t>> fill_lens;
+    for (int64_t n : lens) fill_lens.emplace_back(n, n);
+    const auto seqs = static_cast<size_t>(lens.size());
+    StepInput fill = make_step(fill_lens, bs, blocks + 3, rng);
     begin_step(fill);
     const int64_t t = fill.num_tokens();
     auto ckv = randn(t * (latent + rope), 2.0f);
@@ -253,15 +263,16 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
     gpu->mla_cache_append(dev(ckv, {t, latent + rope}), ng, 1e-6f, rg, cache.gpu);
     const int64_t ctx = t;
     std::vector<float> lat_ref(ctx * latent), rot_ref(ctx * rope);
-    cpu.mla_gather_context(cache.cpu, 0, 3, host(lat_ref, {ctx, latent}),
+    cpu.mla_gather_context(cache.cpu, 0, seqs, host(lat_ref, {ctx, latent}),
                            host(rot_ref, {ctx, rope}));
     Tensor lat = poisoned(DType::F32, {ctx, latent}), rot = poisoned(DType::F32, {ctx, rope});
-    gpu->mla_gather_context(cache.gpu, 0, 3, lat, rot);
+    gpu->mla_gather_context(cache.gpu, 0, seqs, lat, rot);
     EXPECT_LE(rel_err(fetch(lat), lat_ref), tol());
     EXPECT_LE(rel_err(fetch(rot), rot_ref), tol());
 
     // Absorbed attention over the cache for the last token of each sequence (decode rows) and,
-    // as AttentionMode::Absorbed does, for several rows of one sequence.
+    // as AttentionMode::Absorbed does, for several rows of one sequence; a lone sequence has one
+    // row, as in batch-1 decode (the most splits).
     StepInput dec = fill;
     dec.token_ids.clear();
     dec.positions.clear();
@@ -269,7 +280,7 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
     dec.logit_rows.clear();
     int64_t row = 0;
     for (auto& s : dec.seqs) {
-        const int64_t q_len = s.ctx_len > 30 ? 3 : 1;
+        const int64_t q_len = s.ctx_len > 30 && seqs > 1 ? 3 : 1;
         for (int64_t i = 0; i < q_len; ++i) {
             dec.token_ids.push_back(1);
             dec.positions.push_back(static_cast<int32_t>(s.ctx_len - q_len + i));
@@ -284,11 +295,33 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
     auto q_lat = randn(tq * heads * latent, 0.3f), q = randn(tq * heads * dq, 0.3f);
     std::vector<float> o_ref(tq * heads * latent);
     cpu.mla_attention_absorbed(host(q_lat, {tq, heads, latent}), host(q, {tq, heads, dq}), nope,
-                               cache.cpu, 0, 3, 0.2f, host(o_ref, {tq, heads, latent}));
-    Tensor o = poisoned(DType::F32, {tq, heads, latent});
-    gpu->mla_attention_absorbed(dev(q_lat, {tq, heads, latent}), dev(q, {tq, heads, dq}), nope,
-                                cache.gpu, 0, 3, 0.2f, o);
-    EXPECT_LE(rel_err(fetch(o), o_ref), tol());
+                               cache.cpu, 0, seqs, 0.2f, host(o_ref, {tq, heads, latent}));
+    for (int variant : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << "attention variant " << variant);
+        cuda::set_attention_variant(variant);
+        Tensor o = poisoned(DType::F32, {tq, heads, latent});
+        gpu->mla_attention_absorbed(dev(q_lat, {tq, heads, latent}), dev(q, {tq, heads, dq}), nope,
+                                    cache.gpu, 0, seqs, 0.2f, o);
+        EXPECT_LE(rel_err(fetch(o), o_ref), tol());
+    }
+    cuda::set_attention_variant(0);
+}
+
+// Contexts of one to 70 keys (a split or three of the second version), of hundreds over many
+// blocks (many splits, several tiles each) and one sequence of 900 (one row: 32 splits), in a
+// small shape and in Moonlight's (latent 512 + rope 64, 16 heads: a value quad per thread;
+// 16-key tiles for BF16, 8 for F32).
+TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
+    const std::vector<int64_t> short_ctx{37, 5, 70, 1}, long_ctx{450, 3, 29, 700}, one{900};
+    for (auto [latent, rope, heads] : {std::tuple<int64_t, int64_t, int64_t>{64, 16, 4},
+                                       std::tuple<int64_t, int64_t, int64_t>{512, 64, 16}}) {
+        for (const auto* lens : {&short_ctx, &long_ctx, &one}) {
+            SCOPED_TRACE(::testing::Message()
+                         << "latent " << latent << " rope " << rope << " heads " << heads
+                         << " contexts up to " << *std::max_element(lens->begin(), lens->end()));
+            append_gather_attend(latent, rope, heads, *lens);
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCache,

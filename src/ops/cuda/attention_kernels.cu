@@ -1,6 +1,14 @@
 // MLA on the GPU: rotary embedding, the paged latent cache (append, gather), attention in the
 // naive (prefill) and absorbed (decode) forms, and the absorption products with kv_b_proj.
 // reference.md §1.3 and §1.6.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
 
@@ -214,16 +222,37 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
     }
 }
 
+// The second decode version's splits: a split takes a multiple of 8 keys and at least
+// kMinSplitKeys, so a short context leaves the later splits empty. This is decided here, on the
+// device, because a captured graph keeps the host's split count while the context grows.
+constexpr int64_t kMinSplitKeys = 32;
+__device__ __forceinline__ int64_t decode_chunk(int64_t n, int64_t splits) {
+    const int64_t c = ((n + splits - 1) / splits + 7) / 8 * 8;
+    return c > kMinSplitKeys ? c : kMinSplitKeys;
+}
+__device__ __forceinline__ int64_t decode_active_splits(int64_t n, int64_t splits) {
+    const int64_t c = decode_chunk(n, splits);
+    return (n + c - 1) / c;
+}
+
 // Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
 // M). Each split's weight e^(m_z - M) / den is computed once, into shared memory, by the first
 // warp (at most kMaxSplits splits), and the threads then sum the splits' partials for their
 // value elements with those weights.
+// With DeviceSplits (the second decode version) only the splits that have keys are read, and a
+// row whose keys all fell to split 0 is skipped: that split wrote the output itself.
 constexpr int kMaxSplits = 64;
-__global__ void combine_splits_kernel(AttnArgs a) {
+template <bool DeviceSplits>
+__global__ void combine_splits_kernel(AttnArgs a, StepView st) {
     __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const int64_t width = a.dv + 2;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
+    int64_t splits = a.splits;
+    if constexpr (DeviceSplits) {
+        splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1, a.splits);
+        if (splits <= 1) return;
+    }
     if (threadIdx.x < kWarp) {
         const int lane = threadIdx.x;
         float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
@@ -231,8 +260,8 @@ __global__ void combine_splits_kernel(AttnArgs a) {
 #pragma unroll
         for (int i = 0; i < kMaxSplits / kWarp; ++i) {
             const int64_t z = lane + int64_t(i) * kWarp;
-            mz[i] = z < a.splits ? p[z * width + a.dv] : -INFINITY;
-            lz[i] = z < a.splits ? p[z * width + a.dv + 1] : 0.0f;
+            mz[i] = z < splits ? p[z * width + a.dv] : -INFINITY;
+            lz[i] = z < splits ? p[z * width + a.dv + 1] : 0.0f;
             mx = fmaxf(mx, mz[i]);
         }
         mx = warp_max(mx);
@@ -246,15 +275,297 @@ __global__ void combine_splits_kernel(AttnArgs a) {
 #pragma unroll
         for (int i = 0; i < kMaxSplits / kWarp; ++i) {
             const int64_t z = lane + int64_t(i) * kWarp;
-            if (z < a.splits) weight[z] = e[i] / den;
+            if (z < splits) weight[z] = e[i] / den;
         }
     }
     __syncthreads();
     for (int64_t d = threadIdx.x; d < a.dv; d += blockDim.x) {
         float num = 0.0f;
-        for (int64_t z = 0; z < a.splits; ++z)
-            if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
+        if constexpr (DeviceSplits) {  // every split read has keys: no test, loads in flight
+#pragma unroll 8
+            for (int64_t z = 0; z < splits; ++z) num += p[z * width + d] * weight[z];
+        } else {
+            for (int64_t z = 0; z < splits; ++z)
+                if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
+        }
         a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
+    }
+}
+
+// ---- Absorbed decode attention, second version (MYRIAD_CUDA_ATTN=v2, the default) ----
+// The first version is bound by latency: each key waits on its own block-table lookup, its bytes
+// come in 2-byte loads, and the value loop reads the keys again one after another. Here a block
+// looks up a tile's slots at once (lane i of warp w: key w + 4i) and copies the tile's entries
+// whole into shared memory with 16-byte asynchronous copies, two tiles in flight; scores,
+// softmax and values then read shared memory only, each key's bytes read from memory once.
+constexpr int kDecThreads = 128;
+constexpr int kDecWarps = kDecThreads / kWarp;
+constexpr int64_t kDecMaxTile = 32;        // keys per stage: the softmax takes a lane per key
+constexpr int64_t kDecStageBytes = 20480;  // two stages and the query under 48 KB
+constexpr int64_t kDecSmemLimit = 48 * 1024;
+
+// Where things lie in the block's shared memory: the query (F32), two stages of `tile` cache
+// entries, the tile's scores and weights, and the value partials of groups 1.. for the end.
+// tile == 0: this cache layout is not handled (the first version runs instead).
+struct DecodeLayout {
+    int64_t entry_bytes = 0;
+    int32_t tile = 0;
+    // Value threads (group g, quad q) sum keys g, g + groups, ... for latent elements 4q..4q+3.
+    int32_t groups = 0;
+    int64_t key_off = 0, score_off = 0, prob_off = 0, red_off = 0, bytes = 0;
+};
+
+int64_t kv_elem_bytes(KvType t) {
+    return t == KvType::F32 ? 4 : (t == KvType::Bf16 ? 2 : 1);
+}
+
+DecodeLayout decode_layout(const KvView& kv) {
+    DecodeLayout L;
+    const int64_t dk = kv.latent + kv.rope;
+    L.entry_bytes = dk * kv_elem_bytes(kv.type);
+    // 16-byte copies need 16-byte entries; values are read in quads of the latent.
+    if (kv.latent < 4 || kv.latent % 4 != 0 || kv.latent > 4 * kDecThreads ||
+        L.entry_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(kv.data) % 16 != 0)
+        return L;
+    const int64_t tile =
+        std::min<int64_t>(kDecMaxTile, kDecStageBytes / L.entry_bytes) / kDecWarps * kDecWarps;
+    if (tile < kDecWarps) return L;
+    L.groups = static_cast<int32_t>(kDecThreads / (kv.latent / 4));
+    L.key_off = (dk * 4 + 15) / 16 * 16;
+    L.score_off = L.key_off + 2 * tile * L.entry_bytes;
+    L.prob_off = L.score_off + tile * 4;
+    L.red_off = L.prob_off + tile * 4;
+    L.bytes = L.red_off + (L.groups - 1) * kv.latent * 4;
+    if (L.bytes > kDecSmemLimit) return L;
+    L.tile = static_cast<int32_t>(tile);
+    return L;
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ float2 e4m3x2_to_float2(uint32_t two) {
+    const __half2_raw h =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+    return __half22float2(__half2(h));
+}
+
+// q[0..n) times the n elements in 16 bytes of an entry (n = 16 / element bytes), FP8 unscaled.
+template <KvType T>
+__device__ __forceinline__ float dot16(const float* q, uint4 r) {
+    const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+    float d = 0.0f;
+    if constexpr (T == KvType::F32) {
+        const float4 a = *reinterpret_cast<const float4*>(q);
+        d = a.x * __uint_as_float(w[0]) + a.y * __uint_as_float(w[1]) +
+            a.z * __uint_as_float(w[2]) + a.w * __uint_as_float(w[3]);
+    } else if constexpr (T == KvType::Bf16) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const float4 a = *reinterpret_cast<const float4*>(q + 4 * i);
+            d += a.x * __uint_as_float(w[2 * i] << 16) +
+                 a.y * __uint_as_float(w[2 * i] & 0xffff0000u) +
+                 a.z * __uint_as_float(w[2 * i + 1] << 16) +
+                 a.w * __uint_as_float(w[2 * i + 1] & 0xffff0000u);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float4 a = *reinterpret_cast<const float4*>(q + 4 * i);
+            const float2 lo = e4m3x2_to_float2(w[i]), hi = e4m3x2_to_float2(w[i] >> 16);
+            d += a.x * lo.x + a.y * lo.y + a.z * hi.x + a.w * hi.y;
+        }
+    }
+    return d;
+}
+
+// Latent elements 4q..4q+3 of an entry in shared memory, FP8 unscaled.
+template <KvType T>
+__device__ __forceinline__ float4 load_quad(const unsigned char* entry, int q) {
+    if constexpr (T == KvType::F32) {
+        return *reinterpret_cast<const float4*>(entry + 16 * q);
+    } else if constexpr (T == KvType::Bf16) {
+        const uint2 r = *reinterpret_cast<const uint2*>(entry + 8 * q);
+        return make_float4(__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xffff0000u),
+                           __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xffff0000u));
+    } else {
+        const uint32_t r = *reinterpret_cast<const uint32_t*>(entry + 4 * q);
+        const float2 lo = e4m3x2_to_float2(r), hi = e4m3x2_to_float2(r >> 16);
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+}
+
+// Block (row, head, split): the split's keys in tiles of L.tile through shared memory. Writes
+// the normalised output when the split holds all of the row's keys, else the partial that
+// combine_splits_kernel<true> reads; a split without keys returns at once.
+template <KvType T>
+__global__ void __launch_bounds__(kDecThreads)
+    decode_attention_kernel(AttnArgs a, StepView st, DecodeLayout L) {
+    extern __shared__ __align__(16) unsigned char dec_smem[];
+    float* qs = reinterpret_cast<float*>(dec_smem);
+    unsigned char* keys = dec_smem + L.key_off;
+    float* scores = reinterpret_cast<float*>(dec_smem + L.score_off);
+    float* probs = reinterpret_cast<float*>(dec_smem + L.prob_off);
+    float* red = reinterpret_cast<float*>(dec_smem + L.red_off);
+    const KvView& kv = a.cache;
+    const int64_t row = a.row_begin + blockIdx.x, h = blockIdx.y;
+    const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+
+    const int32_t s = st.row_seq[row];
+    const int64_t n_all = int64_t(st.positions[row]) + 1;  // causal: positions 0..pos
+    const int64_t chunk = decode_chunk(n_all, a.splits);
+    const int64_t k0 = int64_t(blockIdx.z) * chunk;
+    if (k0 >= n_all) return;
+    const int64_t k1 = k0 + chunk < n_all ? k0 + chunk : n_all;
+    const int32_t* table = st.tables + st.table_begin[s];
+
+    // The query (latent, then rope) is copied while the first slots are looked up; it joins
+    // the first tile's group of copies.
+    const int64_t latent = kv.latent, dk = latent + kv.rope;
+    const float* ql = a.q + (row * a.heads + h) * latent;
+    const float* qr = a.q_rope + (row * a.heads + h) * a.dq + a.nope;
+    for (int64_t i = tid; i < dk; i += kDecThreads)
+        cp_async4(qs + i, i < latent ? ql + i : qr + (i - latent));
+
+    const int64_t eb = L.entry_bytes, nv = eb / 16;
+    const int64_t tile = L.tile;
+    const int32_t bs = static_cast<int32_t>(kv.block_size);
+    // Warp w copies keys w, w + 4, ... of the tile at t0; its lane i looks up the slot of its
+    // key i first, so a tile waits on one round of table loads.
+    auto lookup = [&](int64_t t0) {
+        const int64_t jl = warp + int64_t(kDecWarps) * lane;
+        if (jl >= tile || t0 + jl >= k1) return int64_t(0);
+        const int32_t p = static_cast<int32_t>(t0 + jl);
+        return int64_t(table[p / bs]) * bs + p % bs;
+    };
+    auto copy = [&](int64_t t0, int64_t stage, int64_t slot) {
+        const int64_t cnt = k1 - t0 < tile ? k1 - t0 : tile;
+        unsigned char* dst = keys + stage * tile * eb;
+        int k = 0;
+        for (int64_t j = warp; j < cnt; j += kDecWarps, ++k) {
+            const int64_t sk = __shfl_sync(0xffffffffu, slot, k);
+            const unsigned char* src = static_cast<const unsigned char*>(kv.data) + sk * eb;
+            for (int64_t v = lane; v < nv; v += kWarp)
+                cp_async16(dst + j * eb + 16 * v, src + 16 * v);
+        }
+    };
+
+    // The first two tiles' lookups together, then their copies.
+    const int64_t tiles = (k1 - k0 + tile - 1) / tile;
+    const int64_t slot0 = lookup(k0), slot1 = tiles > 1 ? lookup(k0 + tile) : 0;
+    copy(k0, 0, slot0);
+    cp_async_commit();
+    if (tiles > 1) copy(k0 + tile, 1, slot1);
+    cp_async_commit();  // (maybe empty: one group per tile keeps wait_group<1> right)
+
+    constexpr int64_t kPerVec = T == KvType::F32 ? 4 : (T == KvType::Bf16 ? 8 : 16);
+    const int nq = static_cast<int>(latent / 4);
+    const int group = tid / nq, quad = tid % nq;
+    const bool values = group < L.groups;
+    const float score_scale = T == KvType::Fp8 ? a.scale * kv.scale : a.scale;
+    float m = -INFINITY, l = 0.0f;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t it = 0; it < tiles; ++it) {
+        const int64_t t0 = k0 + it * tile;
+        const int cnt = static_cast<int>(k1 - t0 < tile ? k1 - t0 : tile);
+        const unsigned char* buf = keys + (it & 1) * tile * eb;
+        // The slots of the tile after next, looked up now and used after this tile's work.
+        const int64_t slot2 = it + 2 < tiles ? lookup(t0 + 2 * tile) : 0;
+        cp_async_wait<1>();  // this tile's group (all but the latest)
+        __syncthreads();     // every thread's copies visible
+
+        // Scores: warp w takes keys w, w + 4, ..., two at a time (two chains of loads).
+        for (int j = warp; j < cnt; j += 2 * kDecWarps) {
+            const int j2 = j + kDecWarps < cnt ? j + kDecWarps : j;
+            const uint4* e0 = reinterpret_cast<const uint4*>(buf + j * eb);
+            const uint4* e1 = reinterpret_cast<const uint4*>(buf + j2 * eb);
+            float d0 = 0.0f, d1 = 0.0f;
+            for (int64_t v = lane; v < nv; v += kWarp) {
+                d0 += dot16<T>(qs + v * kPerVec, e0[v]);
+                d1 += dot16<T>(qs + v * kPerVec, e1[v]);
+            }
+            d0 = warp_sum(d0);
+            d1 = warp_sum(d1);
+            if (lane == 0) {
+                scores[j] = d0 * score_scale;
+                scores[j2] = d1 * score_scale;  // j2 == j: the same value again
+            }
+        }
+        __syncthreads();
+
+        // Online softmax with a lane per key: every warp finds the same max and sum; warp 0
+        // publishes the weights.
+        const float sc = lane < cnt ? scores[lane] : -INFINITY;
+        const float m_new = fmaxf(m, warp_max(sc));
+        const float p = lane < cnt ? expf(sc - m_new) : 0.0f;
+        const float corr = expf(m - m_new);
+        l = l * corr + warp_sum(p);
+        m = m_new;
+        if (warp == 0 && lane < cnt) probs[lane] = p;
+        __syncthreads();
+
+        if (values) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[i] *= corr;
+#pragma unroll 4
+            for (int j = group; j < cnt; j += L.groups) {
+                const float pj = probs[j];
+                const float4 v = load_quad<T>(buf + j * eb, quad);
+                acc[0] += pj * v.x;
+                acc[1] += pj * v.y;
+                acc[2] += pj * v.z;
+                acc[3] += pj * v.w;
+            }
+        }
+        if (it + 2 < tiles) {
+            __syncthreads();  // every warp is done with this stage before it is refilled
+            copy(t0 + 2 * tile, it & 1, slot2);
+        }
+        cp_async_commit();
+    }
+
+    if (L.groups > 1) {  // groups 1.. hand their sums to group 0
+        if (values && group > 0) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) red[(group - 1) * latent + 4 * quad + i] = acc[i];
+        }
+        __syncthreads();
+        if (group == 0) {
+            for (int g = 1; g < L.groups; ++g) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[i] += red[(g - 1) * latent + 4 * quad + i];
+            }
+        }
+    }
+    if (group != 0) return;
+    const float vs = T == KvType::Fp8 ? kv.scale : 1.0f;
+    if (chunk >= n_all) {  // split 0 holds every key: the output, and no combine
+        const float f = vs / l;
+        float* o = a.out + (row * a.heads + h) * a.dv + 4 * quad;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[i] = acc[i] * f;
+        return;
+    }
+    float* part =
+        a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * (a.dv + 2);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) part[4 * quad + i] = acc[i] * vs;
+    if (tid == 0) {
+        part[a.dv] = m;
+        part[a.dv + 1] = l;
     }
 }
 
@@ -349,13 +660,57 @@ void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     attention_kernel<false><<<grid, kAttnThreads, a.dq * sizeof(float), s>>>(a, st);
 }
 
+namespace {
+std::atomic<int> attention_variant_set{0};  // 0: MYRIAD_CUDA_ATTN decides
+}
+
+void set_attention_variant(int v) {
+    attention_variant_set.store(v);
+}
+
+int attention_variant() {
+    if (const int v = attention_variant_set.load()) return v;
+    static const int from_env = [] {
+        const char* e = std::getenv("MYRIAD_CUDA_ATTN");
+        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
+    }();
+    return from_env;
+}
+
+int64_t attention_splits(int64_t pairs) {
+    // About four blocks per multiprocessor (132 on the H200). The second version may take more
+    // splits, since it leaves those past a short context empty.
+    const int64_t most = attention_variant() == 2 ? 32 : 16;
+    const int64_t want = 4 * 132 / (pairs > 1 ? pairs : 1);
+    return want < 1 ? 1 : (want > most ? most : want);
+}
+
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
     dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin), static_cast<unsigned>(a.heads),
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
+    const DecodeLayout L = attention_variant() == 2 ? decode_layout(a.cache) : DecodeLayout{};
+    if (L.tile > 0) {
+        const size_t smem = static_cast<size_t>(L.bytes);
+        switch (a.cache.type) {
+            case KvType::F32:
+                decode_attention_kernel<KvType::F32><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                break;
+            case KvType::Bf16:
+                decode_attention_kernel<KvType::Bf16><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                break;
+            case KvType::Fp8:
+                decode_attention_kernel<KvType::Fp8><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                break;
+        }
+        if (a.splits > 1)
+            combine_splits_kernel<true><<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a, st);
+        return;
+    }
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);
     attention_kernel<true><<<grid, kAttnThreads, smem, s>>>(a, st);
-    if (a.splits > 1) combine_splits_kernel<<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a);
+    if (a.splits > 1)
+        combine_splits_kernel<false><<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a, st);
 }
 
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,

@@ -154,11 +154,10 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     a.seq_begin = static_cast<int64_t>(seq_begin);
     a.scale = softmax_scale;
     a.out = o_lat.ptr<float>();
-    // Few (row, head) pairs (small decode batches): split the keys over up to 16 blocks each so
+    // Few (row, head) pairs (small decode batches): split the keys over several blocks each so
     // about four blocks per multiprocessor run (fixed by the shape: a captured graph keeps it).
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
-    // At most 16 splits (combine_splits_kernel takes up to 64).
-    a.splits = std::clamp<int64_t>(4 * 132 / std::max<int64_t>(pairs, 1), 1, 16);
+    a.splits = attention_splits(pairs);
     Tensor part;
     if (a.splits > 1) {
         part = scratch(DType::F32, {pairs * a.splits * (a.dv + 2)});

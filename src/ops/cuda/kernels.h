@@ -159,6 +159,15 @@ struct AttnArgs {
 };
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
+// The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
+// through shared memory, splits sized on the device (the default; cache layouts it does not
+// handle run version 1). MYRIAD_CUDA_ATTN=v1|v2 sets the default; set_attention_variant(0)
+// returns to it (tests set 1 or 2).
+void set_attention_variant(int v);
+int attention_variant();
+// The split count for `pairs` (query row, head) pairs (fixed by the shape, so a captured graph
+// keeps it): at most 64, combine_splits_kernel's limit.
+int64_t attention_splits(int64_t pairs);
 // q_lat[t, h, l] = sum_d q[t, h, d] kv_b[h (dn + dv) + d, l] (kv_b BF16 [H (dn + dv), latent]).
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
               int64_t dn, int64_t dv, int64_t latent, float* q_lat, cudaStream_t s);
