@@ -159,10 +159,11 @@ struct AttnArgs {
 };
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
-// The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
-// through shared memory, splits sized on the device (the default; cache layouts it does not
-// handle run version 1). MYRIAD_CUDA_ATTN=v1|v2 sets the default; set_attention_variant(0)
-// returns to it (tests set 1 or 2).
+// The absorbed form's kernels: 1, a block walks its keys (the first version, the default);
+// 2, tiles of keys through shared memory, splits sized on the device (cache layouts it does not
+// handle run version 1; the default once its GPU test has passed on a GPU).
+// MYRIAD_CUDA_ATTN=v1|v2 sets the default; set_attention_variant(0) returns to it (tests set
+// 1 or 2).
 void set_attention_variant(int v);
 int attention_variant();
 // The split count for `pairs` (query row, head) pairs (fixed by the shape, so a captured graph
