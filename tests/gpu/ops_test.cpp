@@ -11,6 +11,14 @@ namespace {
 
 constexpr double kF32Tol = 1e-4, kBf16Tol = 1e-2;
 
+// The skinny kernels a decode-size test runs: v1 and v2 (linear_kernels.cu) each, whatever
+// MYRIAD_CUDA_SKINNY says; the default comes back when the test ends.
+struct SkinnyVariant {
+    explicit SkinnyVariant(int v) { cuda::set_skinny_variant(v); }
+    ~SkinnyVariant() { cuda::set_skinny_variant(0); }
+};
+constexpr int kSkinnyVariants[] = {1, 2};
+
 // One step over `lens` sequences: (q_len, ctx_len) each, KV blocks shuffled so tables are not
 // contiguous; logits wanted for each sequence's last row.
 StepInput make_step(const std::vector<std::pair<int64_t, int64_t>>& lens, int64_t block_size,
@@ -148,11 +156,14 @@ TEST_P(GpuLinear, MatchesCpu) {
     auto x = randn(m * k);
     std::vector<float> ref(m * n);
     cpu.linear(host(x, {m, k}), wc, host(ref, {m, n}));
-    Tensor out = poisoned(DType::F32, {m, n});
-    gpu->linear(dev(x, {m, k}), wg, out);
-    const double err = rel_err(fetch(out), ref);
-    EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
-        << weight_format_name(format) << " m " << m;
+    for (int v : kSkinnyVariants) {
+        SkinnyVariant variant(v);
+        Tensor out = poisoned(DType::F32, {m, n});
+        gpu->linear(dev(x, {m, k}), wg, out);
+        const double err = rel_err(fetch(out), ref);
+        EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+            << weight_format_name(format) << " m " << m << " skinny v" << v;
+    }
 }
 
 // The gated half of an MLP: one skinny launch over both weights up to kSkinnyRows rows, the
@@ -179,11 +190,64 @@ TEST_P(GpuLinear, SiluMulMatchesCpu) {
     auto x = randn(m * k);
     std::vector<float> ref(m * n);
     cpu.linear_silu_mul(host(x, {m, k}), gc, uc, host(ref, {m, n}));
-    Tensor out = poisoned(DType::F32, {m, n});
-    gpu->linear_silu_mul(dev(x, {m, k}), gg, ug, out);
-    const double err = rel_err(fetch(out), ref);
-    EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
-        << weight_format_name(format) << " m " << m;
+    for (int v : kSkinnyVariants) {
+        SkinnyVariant variant(v);
+        Tensor out = poisoned(DType::F32, {m, n});
+        gpu->linear_silu_mul(dev(x, {m, k}), gg, ug, out);
+        const double err = rel_err(fetch(out), ref);
+        EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+            << weight_format_name(format) << " m " << m << " skinny v" << v;
+    }
+}
+
+// The shapes where v2 changes course, against the CPU, plain and gated, at 1 and 3 rows:
+// K over several rounds of 2048 with a partial last one (4160, 2080), K of one partial round
+// (96), K v2 cannot split into 32-code segments (208, 48: v1 for the 4-bit formats, v2 for
+// FP8's 16-code ones), column counts that leave part of
+// the last block idle (37, 45), and an NVFP4 shard whose first column is inside a scale block
+// (phase 8: v1 instead).
+TEST_F(GpuOpsTest, SkinnyV2Shapes) {
+    struct Shape {
+        int64_t n, k, col_begin;
+    };
+    const Shape shapes[] = {{37, 4160, 0}, {45, 2080, 0}, {64, 96, 0},
+                            {37, 208, 0},  {40, 48, 0},   {33, 256, 8}};
+    for (WeightFormat format :
+         {WeightFormat::Fp8Block, WeightFormat::Nvfp4, WeightFormat::Int4Group}) {
+        for (const Shape& sh : shapes) {
+            // random_quant's INT4 has whole groups of 32; shards start on a block but NVFP4's.
+            if (format == WeightFormat::Int4Group && sh.k % 32 != 0) continue;
+            if (sh.col_begin % 16 != 0 && format != WeightFormat::Nvfp4) continue;
+            QuantMatrix qg = random_quant(format, sh.n + 8, sh.k + 32, rng);
+            QuantMatrix qu = random_quant(format, sh.n + 8, sh.k + 32, rng);
+            for (QuantMatrix* q : {&qg, &qu}) {
+                q->src.row_begin = 3;  // fp8: scale block phase 3
+                q->src.row_end = 3 + sh.n;
+                q->src.col_begin = sh.col_begin;
+                q->src.col_end = sh.col_begin + sh.k;
+            }
+            Weight gc = cpu.load_weight(qg.src), uc = cpu.load_weight(qu.src);
+            Weight gg = gpu->load_weight(qg.src), ug = gpu->load_weight(qu.src);
+            for (int64_t m : {1, 3}) {
+                auto x = randn(m * sh.k);
+                std::vector<float> ref(m * sh.n), ref_glu(m * sh.n);
+                cpu.linear(host(x, {m, sh.k}), gc, host(ref, {m, sh.n}));
+                cpu.linear_silu_mul(host(x, {m, sh.k}), gc, uc, host(ref_glu, {m, sh.n}));
+                for (int v : kSkinnyVariants) {
+                    SCOPED_TRACE(::testing::Message()
+                                 << weight_format_name(format) << " n " << sh.n << " k " << sh.k
+                                 << " col " << sh.col_begin << " m " << m << " skinny v" << v);
+                    SkinnyVariant variant(v);
+                    Tensor out = poisoned(DType::F32, {m, sh.n});
+                    gpu->linear(dev(x, {m, sh.k}), gg, out);
+                    EXPECT_LE(rel_err(fetch(out), ref), kF32Tol);
+                    Tensor out_glu = poisoned(DType::F32, {m, sh.n});
+                    gpu->linear_silu_mul(dev(x, {m, sh.k}), gg, ug, out_glu);
+                    EXPECT_LE(rel_err(fetch(out_glu), ref_glu), kF32Tol);
+                }
+            }
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -501,13 +565,16 @@ TEST_P(GpuExperts, MatchCpu) {
     std::vector<float> ref(t * hidden);
     cpu.moe_experts(host(x, {t, hidden}), Tensor(ids.data(), DType::I32, {t, k}), host(w, {t, k}),
                     wc, host(ref, {t, hidden}));
-    gpu->reset_scratch();
-    Tensor out = poisoned(DType::F32, {t, hidden});
-    gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
     // Past four rows per expert the tensor cores take the products, with BF16 inputs.
     const bool mma = t * k / std::min<int64_t>(t * k, experts) > 4;
-    EXPECT_LE(rel_err(fetch(out), ref), mma ? kBf16Tol : kF32Tol)
-        << weight_format_name(format) << " t " << t;
+    for (int v : kSkinnyVariants) {
+        SkinnyVariant variant(v);
+        gpu->reset_scratch();
+        Tensor out = poisoned(DType::F32, {t, hidden});
+        gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
+        EXPECT_LE(rel_err(fetch(out), ref), mma ? kBf16Tol : kF32Tol)
+            << weight_format_name(format) << " t " << t << " skinny v" << v;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -152,6 +152,288 @@ __global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out)
     }
 }
 
+// ---- v2: decode tiles of at most four rows, 16-byte loads ----
+// v1 gives each warp one column and 4-byte loads per lane; at batch 1 its gate+up launch held
+// 124 registers, two blocks per multiprocessor and ran at 610 GB/s (ncu, H200), bound by
+// latency. v2 loads 16 bytes of codes per lane (one "segment": 32 4-bit or 16 FP8 codes and
+// the scales they need), splits each column's K over tpc (4, 8 or 16) lanes that meet in a
+// shuffle reduction, and caps the registers so several blocks fit per multiprocessor. The rows
+// of x are staged once per block in shared memory, 2048 elements per row at a time (a round);
+// each lane's loads of a round are issued before the staging, so they overlap it.
+constexpr int kV2Threads = 256;
+// Three blocks per multiprocessor (80 registers) with one row; four rows' accumulators, or
+// INT4's second scale per Glu segment, do not fit in 80 without spilling, so two.
+template <QFormat F, bool Glu, int R>
+constexpr int kV2MinBlocks = R == 1 && !(F == QFormat::Int4 && Glu) ? 3 : 2;
+constexpr int kV2Chunk = 2048;                  // x elements per row and round
+constexpr int kV2ChunkPhys = kV2Chunk * 9 / 8;  // a 16-byte pad after every 128 bytes
+
+template <QFormat F>
+constexpr int kSegElems = F == QFormat::Fp8Block ? 16 : 32;
+// Segments a lane loads per round before using any: 16 bytes x U (x 2 with Glu) in flight.
+template <bool Glu>
+constexpr int kV2Unroll = Glu ? 4 : 8;
+
+template <QFormat F>
+struct Seg;
+template <>
+struct Seg<QFormat::Nvfp4> {
+    uint4 q;
+    uint32_t s;  // the two e4m3 scale bytes: codes 0-15 in the low byte, 16-31 in the next
+};
+template <>
+struct Seg<QFormat::Int4> {
+    uint4 q;
+    float s[2];  // codes 0-15, 16-31
+};
+template <>
+struct Seg<QFormat::Fp8Block> {
+    uint4 q;
+    float s;
+};
+
+// What v2's loads assume of a matrix: 16-byte aligned rows of codes and a segment's scales
+// in at most two blocks, each covering one half (NVFP4: two adjacent bytes read as one u16).
+template <QFormat F>
+__host__ __device__ inline bool seg_fits(const QMatrix& w) {
+    if (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || w.row_bytes % 16 != 0) return false;
+    if (w.block_cols % 16 != 0 || w.col_phase % 16 != 0) return false;
+    if constexpr (F == QFormat::Nvfp4)
+        return w.block_cols == 16 && w.col_phase == 0 && w.scale_stride % 2 == 0 &&
+               reinterpret_cast<uintptr_t>(w.scales) % 2 == 0;
+    return true;
+}
+
+// One row of a matrix as v2 reads it, resolved once per column so that the loop's offsets
+// are 32-bit and the QMatrix need not stay in registers.
+template <QFormat F>
+struct SegRow {
+    const uint8_t* codes = nullptr;
+    const void* scales = nullptr;  // the row's scales (FP8: its block row's)
+    int32_t block_cols = 1, col_phase = 0;
+    float global_scale = 1.0f;
+};
+
+template <QFormat F>
+__device__ __forceinline__ SegRow<F> seg_row(const QMatrix& w, int64_t r) {
+    SegRow<F> row;
+    row.codes = w.codes + r * w.row_bytes;
+    const int64_t srow = F == QFormat::Fp8Block ? (r + w.row_phase) / w.block_rows : r;
+    const int64_t esize = F == QFormat::Nvfp4 ? 1 : 4;
+    row.scales = static_cast<const uint8_t*>(w.scales) + srow * w.scale_stride * esize;
+    row.block_cols = w.block_cols;
+    row.col_phase = w.col_phase;
+    row.global_scale = w.global_scale;
+    return row;
+}
+
+// Elements c..c+kSegElems-1 of the row (c a multiple of kSegElems), as stored.
+template <QFormat F>
+__device__ __forceinline__ Seg<F> load_seg(const SegRow<F>& w, uint32_t c) {
+    Seg<F> g;
+    if constexpr (F == QFormat::Nvfp4) {
+        g.q = *reinterpret_cast<const uint4*>(w.codes + c / 2);
+        g.s = *(reinterpret_cast<const uint16_t*>(w.scales) + c / 32);
+    } else if constexpr (F == QFormat::Int4) {
+        g.q = *reinterpret_cast<const uint4*>(w.codes + c / 2);
+        const float* sr = static_cast<const float*>(w.scales);
+        const uint32_t bc = static_cast<uint32_t>(w.block_cols);
+        g.s[0] = sr[(c + w.col_phase) / bc];
+        g.s[1] = sr[(c + 16 + w.col_phase) / bc];
+    } else {
+        g.q = *reinterpret_cast<const uint4*>(w.codes + c);
+        g.s = static_cast<const float*>(
+            w.scales)[(c + w.col_phase) / static_cast<uint32_t>(w.block_cols)];
+    }
+    return g;
+}
+
+// Eight elements i of a segment as v1's stored form (expand_unscaled takes it from there).
+template <QFormat F, int I>
+__device__ __forceinline__ Raw8<F> seg_word(const Seg<F>& g) {
+    constexpr int kWords = kSegElems<F> / 8;
+    static_assert(I < kWords);
+    const uint32_t q[4] = {g.q.x, g.q.y, g.q.z, g.q.w};
+    Raw8<F> raw;
+    if constexpr (F == QFormat::Nvfp4) {
+        raw.q = q[I];
+        raw.s = (g.s >> (8 * (I / 2))) & 0xffu;
+    } else if constexpr (F == QFormat::Int4) {
+        raw.q = q[I];
+        raw.s = g.s[I / 2];
+    } else {
+        raw.q = make_uint2(q[2 * I], q[2 * I + 1]);
+        raw.s = g.s;
+    }
+    return raw;
+}
+
+// The factor of the segment's half h (its first or last 16 elements), as expand_unscaled's.
+// Computed once per half: expand_unscaled's own is then unused and dropped by the compiler.
+template <QFormat F>
+__device__ __forceinline__ float seg_factor(const Seg<F>& g, float global_scale, int h) {
+    if constexpr (F == QFormat::Nvfp4) {
+        const __half_raw sh = __nv_cvt_fp8_to_halfraw(
+            static_cast<__nv_fp8_storage_t>((g.s >> (8 * h)) & 0xffu), __NV_E4M3);
+        return __half2float(__half(sh)) * (global_scale * 16384.0f);
+    } else if constexpr (F == QFormat::Int4) {
+        return g.s[h];
+    } else {
+        return g.s;
+    }
+}
+
+// acc[m] += the segment's elements 8I.. · x row m (xs: the row's staged round, at the
+// segment's first 16-byte chunk), for words I.. of the segment; f, fu: seg_factor's.
+template <QFormat F, bool Glu, int R, int I>
+__device__ __forceinline__ void seg_dot(const Seg<F>& g, const Seg<F>& gu, const float f[2],
+                                        const float fu[2], const float4* xs, int rows, float acc[R],
+                                        float acc_up[R]) {
+    if constexpr (I < kSegElems<F> / 8) {
+        constexpr int h = (I * 8) / 16;
+        float wv[8], uv[8];
+        expand_unscaled<F>(seg_word<F, I>(g), 1.0f, wv);
+        if constexpr (Glu) expand_unscaled<F>(seg_word<F, I>(gu), 1.0f, uv);
+#pragma unroll
+        for (int m = 0; m < R; ++m) {
+            if (m < rows) {
+                const float4 a = xs[m * (kV2ChunkPhys / 4) + 2 * I];
+                const float4 b = xs[m * (kV2ChunkPhys / 4) + 2 * I + 1];
+                const float d = a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] +
+                                b.x * wv[4] + b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+                acc[m] = fmaf(d, f[h], acc[m]);
+                if constexpr (Glu) {
+                    const float e = a.x * uv[0] + a.y * uv[1] + a.z * uv[2] + a.w * uv[3] +
+                                    b.x * uv[4] + b.y * uv[5] + b.z * uv[6] + b.w * uv[7];
+                    acc_up[m] = fmaf(e, fu[h], acc_up[m]);
+                }
+            }
+        }
+        seg_dot<F, Glu, R, I + 1>(g, gu, f, fu, xs, rows, acc, acc_up);
+    }
+}
+
+// Grid: x the groups of 256 / tpc columns, y the tile (with a.tiles) or the group, z passes
+// over the group's rows (without tiles), as v1. tpc = 1 << tpc_log2 lanes share a column.
+template <QFormat F, bool Glu, int R>
+__global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
+    skinny_v2_kernel(SkinnyArgs a, int tpc_log2) {
+    extern __shared__ float4 xs[];  // [R][kV2ChunkPhys / 4], chunk q of a row at q + q / 8
+    constexpr int E = kSegElems<F>, U = kV2Unroll<Glu>;
+    const int tpc = 1 << tpc_log2, sub = threadIdx.x & (tpc - 1);
+    const int64_t cols_per_block = kV2Threads >> tpc_log2;
+    const int64_t col = int64_t(blockIdx.x) * cols_per_block + (threadIdx.x >> tpc_log2);
+    int64_t g = blockIdx.y, begin, end;
+    if (a.tiles) {
+        if (int64_t(blockIdx.y) >= *a.tile_count) return;
+        g = a.tiles[2 * blockIdx.y];
+        begin = a.tiles[2 * blockIdx.y + 1];
+        end = a.row_begin[g + 1];
+        if (end > begin + a.tile_rows) end = begin + a.tile_rows;
+    } else {
+        begin = a.row_begin ? a.row_begin[g] : 0;
+        end = a.row_begin ? a.row_begin[g + 1] : a.m;
+    }
+    const QMatrix w = a.table ? a.table[g * a.table_stride + a.table_first] : a.single;
+    if (w.codes == nullptr) return;
+    QMatrix w_up;
+    if constexpr (Glu)
+        w_up = a.table ? a.table[g * a.table_stride + a.table_first + 1] : a.single_up;
+    const int64_t step = a.tiles ? R : int64_t(gridDim.z) * R;
+    const int64_t first = begin + (a.tiles ? 0 : int64_t(blockIdx.z) * R);
+    if (!seg_fits<F>(w) || (Glu && !seg_fits<F>(w_up))) {
+        // A matrix of the table that v2 cannot read (the host checked k and x only): v1 with one
+        // load in flight, a warp per column of the block's. The branch is uniform per block.
+        const int64_t col_end = (int64_t(blockIdx.x) + 1) * cols_per_block;
+        for (int64_t c = int64_t(blockIdx.x) * cols_per_block + threadIdx.x / kWarp;
+             c < col_end && c < a.n; c += kV2Threads / kWarp)
+            for (int64_t r0 = first; r0 < end; r0 += step) {
+                const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
+                skinny_rows<F, Glu, 1, R>(a, w, w_up, c, r0, rows);
+            }
+        return;
+    }
+    const bool active = col < a.n;
+    const int segs = static_cast<int>(a.k / E);
+    SegRow<F> wr, ur;
+    if (active) {
+        wr = seg_row<F>(w, col);
+        if constexpr (Glu) ur = seg_row<F>(w_up, col);
+    }
+#pragma unroll 1
+    for (int64_t r0 = first; r0 < end; r0 += step) {
+        const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
+        int64_t xr[R];
+#pragma unroll
+        for (int m = 0; m < R; ++m) {
+            const int64_t r = r0 + (m < rows ? m : 0);
+            xr[m] = (a.x_rows ? a.x_rows[r] : r) * a.ldx;
+        }
+        float acc[R], acc_up[R];
+#pragma unroll
+        for (int m = 0; m < R; ++m) acc[m] = acc_up[m] = 0.0f;
+#pragma unroll 1
+        for (int base = 0; base < segs; base += tpc * U) {
+            Seg<F> gw[U], gu[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int sg = base + sub + u * tpc;
+                if (active && sg < segs) {
+                    gw[u] = load_seg<F>(wr, static_cast<uint32_t>(sg * E));
+                    if constexpr (Glu) gu[u] = load_seg<F>(ur, static_cast<uint32_t>(sg * E));
+                }
+            }
+            // Stage this round's x (the previous round's, or pass's, reads done first).
+            const int c0 = base * E;
+            const int span =
+                static_cast<int>(a.k) - c0 < tpc * U * E ? static_cast<int>(a.k) - c0 : tpc * U * E;
+            const int chunks = span / 4;
+            __syncthreads();
+#pragma unroll
+            for (int m = 0; m < R; ++m) {
+                if (m < rows) {
+                    const float4* src = reinterpret_cast<const float4*>(a.x + xr[m] + c0);
+                    for (int q = threadIdx.x; q < chunks; q += kV2Threads)
+                        xs[m * (kV2ChunkPhys / 4) + q + q / 8] = src[q];
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int sg = base + sub + u * tpc;
+                if (active && sg < segs) {
+                    // The segment's first chunk in the round, padded: lanes of a quarter warp
+                    // read consecutive segments, 9 chunks apart, so different bank groups.
+                    const int q0 = (sg - base) * (E / 4);
+                    const float f[2] = {seg_factor<F>(gw[u], wr.global_scale, 0),
+                                        seg_factor<F>(gw[u], wr.global_scale, 1)};
+                    float fu[2] = {1.0f, 1.0f};
+                    if constexpr (Glu) {
+                        fu[0] = seg_factor<F>(gu[u], ur.global_scale, 0);
+                        fu[1] = seg_factor<F>(gu[u], ur.global_scale, 1);
+                    }
+                    seg_dot<F, Glu, R, 0>(gw[u], gu[u], f, fu, xs + q0 + q0 / 8, rows, acc, acc_up);
+                }
+            }
+        }
+        // Lanes sub of a column are tpc consecutive lanes of one warp; every lane takes part.
+#pragma unroll
+        for (int m = 0; m < R; ++m) {
+            if (m < rows) {
+                float s = acc[m];
+                [[maybe_unused]] float u = acc_up[m];
+                for (int o = tpc / 2; o > 0; o >>= 1) {
+                    s += __shfl_xor_sync(0xffffffffu, s, o);
+                    if constexpr (Glu) u += __shfl_xor_sync(0xffffffffu, u, o);
+                }
+                float result = s;
+                if constexpr (Glu) result = s / (1.0f + expf(-s)) * u;
+                if (active && sub == 0) a.out[(r0 + m) * a.ldo + col] = result;
+            }
+        }
+    }
+}
+
 template <QFormat F, bool Glu, int U, int R>
 void launch_rows(const SkinnyArgs& a, cudaStream_t s) {
     const int64_t passes = (a.max_rows + R - 1) / R;
@@ -169,6 +451,50 @@ void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
         launch_rows<F, false, U, R>(a, s);
 }
 
+// v2 where it applies (MYRIAD_CUDA_SKINNY=v1 keeps v1 everywhere; set_skinny_variant for tests):
+// a quantised format, at most four rows per tile or group, K a multiple of the segment, 16-byte
+// x rows, and (without a table) matrices v2 can read; the kernel checks a table's matrices.
+int g_skinny_variant = 0;  // 0: the environment's choice
+
+int skinny_variant() {
+    if (g_skinny_variant != 0) return g_skinny_variant;
+    static const int from_env = [] {
+        const char* e = std::getenv("MYRIAD_CUDA_SKINNY");
+        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
+    }();
+    return from_env;
+}
+
+template <QFormat F, bool Glu>
+bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
+    constexpr int E = kSegElems<F>, U = kV2Unroll<Glu>;
+    if (a.k <= 0 || a.k % E != 0 || a.ldx % 4 != 0 || reinterpret_cast<uintptr_t>(a.x) % 16 != 0)
+        return false;
+    if (!a.table && (!seg_fits<F>(a.single) || (Glu && !seg_fits<F>(a.single_up)))) return false;
+    // Lanes per column: enough that one round covers K where it can (one x staging, one
+    // reduction), at most 16 (2 columns per warp) and a round's x within kV2Chunk.
+    const int64_t segs = a.k / E;
+    int tpc_log2 = 2;
+    while ((int64_t(U) << tpc_log2) < segs && tpc_log2 < 4 && (U * E << (tpc_log2 + 1)) <= kV2Chunk)
+        ++tpc_log2;
+    const int64_t cols_per_block = kV2Threads >> tpc_log2;
+    const int64_t max_rows = a.max_rows;
+    const int64_t r = rows < max_rows ? rows : max_rows;
+    auto go = [&](auto kernel, int64_t rr) {
+        const int64_t passes = (a.max_rows + rr - 1) / rr;
+        dim3 grid(static_cast<unsigned>((a.n + cols_per_block - 1) / cols_per_block),
+                  static_cast<unsigned>(a.tiles ? a.max_tiles : a.groups),
+                  static_cast<unsigned>(a.tiles ? 1 : (passes > 64 ? 64 : passes)));
+        const size_t smem = static_cast<size_t>(rr) * kV2ChunkPhys * sizeof(float);
+        kernel<<<grid, kV2Threads, smem, s>>>(a, tpc_log2);
+    };
+    if (r <= 1)
+        go(skinny_v2_kernel<F, Glu, 1>, 1);
+    else
+        go(skinny_v2_kernel<F, Glu, 4>, 4);
+    return true;
+}
+
 template <QFormat F>
 void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
     static const bool first_version = [] {
@@ -179,12 +505,21 @@ void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
     // Few rows per group (decode): four accumulators per lane keep the registers, and so the
     // warps per multiprocessor, up.
     const int32_t rows = a.tiles ? a.tile_rows : static_cast<int32_t>(a.max_rows);
+    if constexpr (F != QFormat::Bf16) {
+        if (rows <= 4 && skinny_variant() == 2 &&
+            (a.glu ? launch_v2<F, true>(a, rows, s) : launch_v2<F, false>(a, rows, s)))
+            return;
+    }
     if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
     if (rows <= 8) return launch_glu<F, kUnroll<F>, 8>(a, s);
     return launch_glu<F, kUnroll<F>, 16>(a, s);
 }
 
 }  // namespace
+
+void set_skinny_variant(int v) {
+    g_skinny_variant = v == 1 || v == 2 ? v : 0;
+}
 
 void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s) {
     if (a.n == 0 || a.max_rows == 0 || a.groups == 0) return;
