@@ -94,9 +94,10 @@ struct SkinnyArgs {
     int64_t ldo = 0;
 };
 void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
-// Which skinny kernel quantised decode tiles (at most 4 rows) use: 2 (default) the v2 kernel
-// (16-byte loads, K split over lanes, x staged in shared memory) where it applies, 1 always v1;
-// 0 goes back to the default of MYRIAD_CUDA_SKINNY (v1 or v2). For tests and benchmarks.
+// Which skinny kernel quantised decode tiles (at most 4 rows) use: 2 the v2 kernel (16-byte
+// loads, K split over lanes, x staged in shared memory) where it applies, 1 always v1 (the
+// default until v2's tests have run on a GPU); 0 goes back to the default of MYRIAD_CUDA_SKINNY
+// (v1 or v2). For tests and benchmarks.
 void set_skinny_variant(int v);
 // The same grouped product on the tensor cores (BF16 operands, F32 accumulation) for tiles of
 // kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
