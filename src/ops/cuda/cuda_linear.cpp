@@ -26,6 +26,21 @@ void upload(void* dst, const void* src, size_t bytes, cudaStream_t s) {
     check_cuda(cudaStreamSynchronize(s), "weight upload");
 }
 
+// A skinny product of one matrix group over m dense rows of x [m, k] into out [m, n] (the
+// caller sets the matrices).
+SkinnyArgs rows_args(const float* x, int64_t m, int64_t k, int64_t n, float* out) {
+    SkinnyArgs a;
+    a.x = x;
+    a.ldx = k;
+    a.m = m;
+    a.max_rows = m;
+    a.n = n;
+    a.k = k;
+    a.out = out;
+    a.ldo = n;
+    return a;
+}
+
 }  // namespace
 
 QFormat CudaOps::qformat(const Weight& w) {
@@ -232,16 +247,8 @@ void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {
     const int64_t k = x.dim(-1), m = x.numel() / k;
     MYRIAD_CHECK(reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && k % 8 == 0,
                  "linear: input rows of {} at {} are not 16-byte aligned", k, x.data);
-    SkinnyArgs a;
-    a.x = x.ptr<float>();
-    a.ldx = k;
+    SkinnyArgs a = rows_args(x.ptr<float>(), m, k, w.rows, out.ptr<float>());
     a.single = matrix(w);
-    a.m = m;
-    a.max_rows = m;
-    a.n = w.rows;
-    a.k = k;
-    a.out = out.ptr<float>();
-    a.ldo = w.rows;
     skinny_linear(qformat(w), a, stream_);
     if (profile_) {  // per shape, so the costly linears can be told apart
         static std::map<std::pair<int64_t, int64_t>, std::string> labels;
@@ -260,18 +267,10 @@ void CudaOps::linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Te
                        out.numel() == m * gate.rows &&
                        reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && k % 8 == 0;
     if (!fused) return Ops::linear_silu_mul(x, gate, up, out);
-    SkinnyArgs a;
-    a.x = x.ptr<float>();
-    a.ldx = k;
+    SkinnyArgs a = rows_args(x.ptr<float>(), m, k, gate.rows, out.ptr<float>());
     a.single = matrix(gate);
     a.single_up = matrix(up);
     a.glu = true;
-    a.m = m;
-    a.max_rows = m;
-    a.n = gate.rows;
-    a.k = k;
-    a.out = out.ptr<float>();
-    a.ldo = gate.rows;
     skinny_linear(qformat(gate), a, stream_);
     check("linear_silu_mul");
 }

@@ -74,20 +74,26 @@ __device__ __forceinline__ void dot_rows(const QMatrix& w, const QMatrix& w_up, 
     }
 }
 
+// Row offsets in x of rows [r0, r0 + rows) (the slots past `rows` repeat r0), and zeroed sums.
+template <int R>
+__device__ __forceinline__ void start_rows(const SkinnyArgs& a, int64_t r0, int rows,
+                                           int64_t xr[R], float acc[R], float acc_up[R]) {
+#pragma unroll
+    for (int m = 0; m < R; ++m) {
+        const int64_t r = r0 + (m < rows ? m : 0);
+        xr[m] = (a.x_rows ? a.x_rows[r] : r) * a.ldx;
+        acc[m] = acc_up[m] = 0.0f;
+    }
+}
+
 // Rows [r0, r0 + rows) of group g's output, for the warp's column.
 template <QFormat F, bool Glu, int U, int R>
 __device__ __forceinline__ void skinny_rows(const SkinnyArgs& a, const QMatrix& w,
                                             const QMatrix& w_up, int64_t col, int64_t r0,
                                             int rows) {
     int64_t xr[R];
-#pragma unroll
-    for (int m = 0; m < R; ++m) {
-        const int64_t r = r0 + (m < rows ? m : 0);
-        xr[m] = (a.x_rows ? a.x_rows[r] : r) * a.ldx;
-    }
     float acc[R], acc_up[R];
-#pragma unroll
-    for (int m = 0; m < R; ++m) acc[m] = acc_up[m] = 0.0f;
+    start_rows<R>(a, r0, rows, xr, acc, acc_up);
     dot_rows<F, Glu, U, R>(w, w_up, col, a.x, xr, rows, a.k, acc, acc_up);
     const int lane = threadIdx.x % kWarp;
 #pragma unroll
@@ -104,15 +110,13 @@ __device__ __forceinline__ void skinny_rows(const SkinnyArgs& a, const QMatrix& 
     }
 }
 
-// Grid: x the output columns (a warp each), y the tile (with a.tiles) or the group, z passes
-// over the group's rows (without tiles).
-template <QFormat F, bool Glu, int U, int R>
-__global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArgs a) {
-    const int64_t col = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-    if (col >= a.n) return;
-    int64_t g = blockIdx.y, begin, end;
+// The group g and rows [begin, end) of grid row blockIdx.y: a tile (with a.tiles; tile_rows at
+// most) or a whole group. False for a tile past *tile_count (the block has nothing to do).
+__device__ __forceinline__ bool block_group(const SkinnyArgs& a, int64_t& g, int64_t& begin,
+                                            int64_t& end) {
+    g = blockIdx.y;
     if (a.tiles) {
-        if (int64_t(blockIdx.y) >= *a.tile_count) return;
+        if (int64_t(blockIdx.y) >= *a.tile_count) return false;
         g = a.tiles[2 * blockIdx.y];
         begin = a.tiles[2 * blockIdx.y + 1];
         end = a.row_begin[g + 1];
@@ -122,11 +126,27 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArg
         begin = a.row_begin ? a.row_begin[g] : 0;
         end = a.row_begin ? a.row_begin[g + 1] : a.m;
     }
-    const QMatrix w = a.table ? a.table[g * a.table_stride + a.table_first] : a.single;
+    return true;
+}
+
+// Group g's matrix (up: its up matrix, with glu).
+__device__ __forceinline__ QMatrix group_matrix(const SkinnyArgs& a, int64_t g, bool up) {
+    if (a.table) return a.table[g * a.table_stride + a.table_first + (up ? 1 : 0)];
+    return up ? a.single_up : a.single;
+}
+
+// Grid: x the output columns (a warp each), y the tile (with a.tiles) or the group, z passes
+// over the group's rows (without tiles).
+template <QFormat F, bool Glu, int U, int R>
+__global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArgs a) {
+    const int64_t col = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+    if (col >= a.n) return;
+    int64_t g, begin, end;
+    if (!block_group(a, g, begin, end)) return;
+    const QMatrix w = group_matrix(a, g, false);
     if (w.codes == nullptr) return;
     QMatrix w_up;
-    if constexpr (Glu)
-        w_up = a.table ? a.table[g * a.table_stride + a.table_first + 1] : a.single_up;
+    if constexpr (Glu) w_up = group_matrix(a, g, true);
     const int64_t step = a.tiles ? R : int64_t(gridDim.z) * R;
     for (int64_t r0 = begin + (a.tiles ? 0 : int64_t(blockIdx.z) * R); r0 < end; r0 += step) {
         const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
@@ -323,22 +343,12 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     const int tpc = 1 << tpc_log2, sub = threadIdx.x & (tpc - 1);
     const int64_t cols_per_block = kV2Threads >> tpc_log2;
     const int64_t col = int64_t(blockIdx.x) * cols_per_block + (threadIdx.x >> tpc_log2);
-    int64_t g = blockIdx.y, begin, end;
-    if (a.tiles) {
-        if (int64_t(blockIdx.y) >= *a.tile_count) return;
-        g = a.tiles[2 * blockIdx.y];
-        begin = a.tiles[2 * blockIdx.y + 1];
-        end = a.row_begin[g + 1];
-        if (end > begin + a.tile_rows) end = begin + a.tile_rows;
-    } else {
-        begin = a.row_begin ? a.row_begin[g] : 0;
-        end = a.row_begin ? a.row_begin[g + 1] : a.m;
-    }
-    const QMatrix w = a.table ? a.table[g * a.table_stride + a.table_first] : a.single;
+    int64_t g, begin, end;
+    if (!block_group(a, g, begin, end)) return;
+    const QMatrix w = group_matrix(a, g, false);
     if (w.codes == nullptr) return;
     QMatrix w_up;
-    if constexpr (Glu)
-        w_up = a.table ? a.table[g * a.table_stride + a.table_first + 1] : a.single_up;
+    if constexpr (Glu) w_up = group_matrix(a, g, true);
     const int64_t step = a.tiles ? R : int64_t(gridDim.z) * R;
     const int64_t first = begin + (a.tiles ? 0 : int64_t(blockIdx.z) * R);
     if (!seg_fits<F>(w) || (Glu && !seg_fits<F>(w_up))) {
@@ -364,14 +374,8 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     for (int64_t r0 = first; r0 < end; r0 += step) {
         const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
         int64_t xr[R];
-#pragma unroll
-        for (int m = 0; m < R; ++m) {
-            const int64_t r = r0 + (m < rows ? m : 0);
-            xr[m] = (a.x_rows ? a.x_rows[r] : r) * a.ldx;
-        }
         float acc[R], acc_up[R];
-#pragma unroll
-        for (int m = 0; m < R; ++m) acc[m] = acc_up[m] = 0.0f;
+        start_rows<R>(a, r0, rows, xr, acc, acc_up);
 #pragma unroll 1
         for (int base = 0; base < segs; base += tpc * U) {
             Seg<F> gw[U], gu[U];
