@@ -63,27 +63,39 @@ __device__ __forceinline__ void scale_row(const float* xr, const void* w, bool b
     }
 }
 
-// One block per row. `out` may alias `x`: every thread reads its elements before the
-// reduction's barriers and writes after them.
-__global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
-                               float* out) {
-    const float* xr = x + blockIdx.x * d;
-    float* o = out + blockIdx.x * d;
+// The sum of squares of a row's elements, each thread over i = tid, tid + blockDim, ... in
+// that order, then across the block. With yr (the fused residual add) the elements are
+// xr[i] + yr[i], and are stored at sum[i] (the row of x itself).
+__device__ __forceinline__ float row_sum_squares(const float* xr, const float* yr, float* sum,
+                                                 int64_t d) {
     float ss = 0.0f;
     for (int64_t base = threadIdx.x; base < d; base += kNormBatch * int64_t(blockDim.x)) {
         float v[kNormBatch];
 #pragma unroll
         for (int j = 0; j < kNormBatch; ++j) {
             const int64_t i = base + j * int64_t(blockDim.x);
-            v[j] = i < d ? xr[i] : 0.0f;
+            v[j] = i < d ? (yr ? xr[i] + yr[i] : xr[i]) : 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < kNormBatch; ++j)
-            if (base + j * int64_t(blockDim.x) < d) ss += v[j] * v[j];
+        for (int j = 0; j < kNormBatch; ++j) {
+            const int64_t i = base + j * int64_t(blockDim.x);
+            if (i < d) {
+                if (sum) sum[i] = v[j];
+                ss += v[j] * v[j];
+            }
+        }
     }
-    ss = block_sum(ss);
+    return block_sum(ss);
+}
+
+// One block per row. `out` may alias `x`: every thread reads its elements before the
+// reduction's barriers and writes after them.
+__global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
+                               float* out) {
+    const float* xr = x + blockIdx.x * d;
+    const float ss = row_sum_squares(xr, nullptr, nullptr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-    scale_row(xr, w, bf16, d, inv, o);
+    scale_row(xr, w, bf16, d, inv, out + blockIdx.x * d);
 }
 
 // One block per row: the residual add, then the norm of the sum, with rmsnorm_kernel's
@@ -91,28 +103,9 @@ __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t
 __global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool bf16, int64_t d,
                                    float eps, float* out) {
     float* xr = x + blockIdx.x * d;
-    const float* yr = y + blockIdx.x * d;
-    float* o = out + blockIdx.x * d;
-    float ss = 0.0f;
-    for (int64_t base = threadIdx.x; base < d; base += kNormBatch * int64_t(blockDim.x)) {
-        float v[kNormBatch];
-#pragma unroll
-        for (int j = 0; j < kNormBatch; ++j) {
-            const int64_t i = base + j * int64_t(blockDim.x);
-            v[j] = i < d ? xr[i] + yr[i] : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < kNormBatch; ++j) {
-            const int64_t i = base + j * int64_t(blockDim.x);
-            if (i < d) {
-                xr[i] = v[j];
-                ss += v[j] * v[j];
-            }
-        }
-    }
-    ss = block_sum(ss);
+    const float ss = row_sum_squares(xr, y + blockIdx.x * d, xr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-    scale_row(xr, w, bf16, d, inv, o);
+    scale_row(xr, w, bf16, d, inv, out + blockIdx.x * d);
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
