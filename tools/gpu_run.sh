@@ -6,9 +6,10 @@
 # GPU_TESTS=0 skips building and running the GPU tests (benchmarks only); GPU_NOGRAPHS=0 and
 # GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
 # GPU_SANITIZER=0 skips compute-sanitizer over the op tests; GPU_PY=0 skips the server's Python
-# (openai client) tests on the GPU. GPU_NCU: bench-model arguments to profile per kernel with
-# Nsight Compute (graphs off), summed by kernel name into ncu.txt (empty, the default: none);
-# GPU_NCU_ARGS: more ncu options (e.g. --launch-skip 6000 --launch-count 1300).
+# (openai client) tests on the GPU. GPU_NCU: bench-model runs to profile per kernel with Nsight
+# Compute (graphs off), ';'-separated argument lists (leading NAME=value words set the run's
+# environment; --launch-skip N --launch-count N choose its kernels), each summed by kernel name
+# into ncu.txt (empty, the default: none); GPU_NCU_ARGS: more ncu options for every run.
 # Logs go into logs.tar.xz at the end (the device tool returns at most 8 files).
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
@@ -176,13 +177,30 @@ if [ "$have_myriad" = 1 ]; then
 fi
 if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    # shellcheck disable=SC2086  # GPU_NCU is a word list
-    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none ${GPU_NCU_ARGS:-} \
-        --metrics gpu__time_duration.sum --csv --page raw -k 'regex:^(?!.*synth)' \
-        ./build-gpu/myriad bench-model $GPU_NCU --check-layers 0 --device cuda \
-        >"$OUT/ncu.csv" 2>"$OUT/ncu.log"
-    echo "== ncu: bench-model $GPU_NCU (exit $?)" | tee "$OUT/ncu.txt"
-    python3 tools/ncu_summary.py "$OUT/ncu.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
+    : >"$OUT/ncu.txt"
+    IFS=';' read -ra profiles <<<"$GPU_NCU"
+    n=0
+    for spec in "${profiles[@]}"; do
+        # Leading NAME=value words set the run's environment; --launch-skip N and --launch-count N
+        # go to ncu (after GPU_NCU_ARGS); the rest to bench-model.
+        envs=() args=() window=()
+        set -- $spec
+        while [ $# -gt 0 ]; do
+            if [ ${#args[@]} -eq 0 ] && [[ $1 == [A-Z]*=* ]]; then envs+=("$1")
+            elif [[ $1 == --launch-skip || $1 == --launch-count ]]; then window+=("$1" "$2"); shift
+            else args+=("$1"); fi
+            shift
+        done
+        n=$((n + 1))
+        # shellcheck disable=SC2086  # GPU_NCU_ARGS is a word list
+        env "${envs[@]}" MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" \
+            --clock-control none ${GPU_NCU_ARGS:-} "${window[@]}" \
+            --metrics gpu__time_duration.sum --csv --page raw -k 'regex:^(?!.*synth)' \
+            ./build-gpu/myriad bench-model "${args[@]}" --check-layers 0 --device cuda \
+            >"$OUT/ncu_$n.csv" 2>"$OUT/ncu_$n.log"
+        echo "== ncu: ${envs[*]} bench-model ${args[*]} ${window[*]} (exit $?)" | tee -a "$OUT/ncu.txt"
+        python3 tools/ncu_summary.py "$OUT/ncu_$n.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
+    done
 fi
 # One archive of everything but the .txt summaries, so that those come back beside it.
 (cd "$OUT" && find . -maxdepth 1 -type f ! -name '*.txt' ! -name logs.tar.xz -printf '%f\n' |

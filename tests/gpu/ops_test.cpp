@@ -499,13 +499,13 @@ TEST_F(GpuOpsTest, MoeSortBothPathsMatchTheHost) {
             Tensor pair_row = poisoned(DType::I32, {pairs});
             Tensor tiles = poisoned(DType::I32, {2 * max_tiles});
             Tensor tile_count = poisoned(DType::I32, {1});
-            cuda::set_moe_sort_fused(fused);
+            cuda::set_moe_sort_fused(fused ? 1 : 2);
             cuda::moe_sort(d_ids.ptr<int32_t>(), pairs, c.k, c.experts, counts.ptr<int32_t>(),
                            offsets.ptr<int32_t>(), sorted_token.ptr<int32_t>(),
                            pair_row.ptr<int32_t>(), c.tile_rows, tiles.ptr<int32_t>(),
                            tile_count.ptr<int32_t>(), nullptr);
             ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-            cuda::set_moe_sort_fused(false);  // the default
+            cuda::set_moe_sort_fused(0);  // the default
             EXPECT_EQ(fetch_i32(offsets), want_offsets);
             const auto n_tiles = fetch_i32(tile_count);
             ASSERT_EQ(n_tiles[0], static_cast<int32_t>(want_tiles.size() / 2));

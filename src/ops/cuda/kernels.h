@@ -95,9 +95,8 @@ struct SkinnyArgs {
 };
 void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
 // Which skinny kernel quantised decode tiles (at most 4 rows) use: 2 the v2 kernel (16-byte
-// loads, K split over lanes, x staged in shared memory) where it applies, 1 always v1 (the
-// default until v2's tests have run on a GPU); 0 goes back to the default of MYRIAD_CUDA_SKINNY
-// (v1 or v2). For tests and benchmarks.
+// loads, K split over lanes, x staged in shared memory) where it applies (the default), 1 always
+// v1; 0 goes back to the default of MYRIAD_CUDA_SKINNY (v1 or v2). For tests and benchmarks.
 void set_skinny_variant(int v);
 // The same grouped product on the tensor cores (BF16 operands, F32 accumulation) for tiles of
 // kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
@@ -164,9 +163,9 @@ struct AttnArgs {
 };
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
-// The absorbed form's kernels: 1, a block walks its keys (the first version, the default);
-// 2, tiles of keys through shared memory, splits sized on the device (cache layouts it does not
-// handle run version 1; the default once its GPU test has passed on a GPU).
+// The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
+// through shared memory, splits sized on the device (the default; cache layouts it does not
+// handle run version 1).
 // MYRIAD_CUDA_ATTN=v1|v2 sets the default; set_attention_variant(0) returns to it (tests set
 // 1 or 2).
 void set_attention_variant(int v);
@@ -200,8 +199,9 @@ void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
               int32_t* tiles, int32_t* tile_count, cudaStream_t s);
 // Decode-size steps (up to 8,192 pairs and 4,096 experts) group in one single-block kernel
-// when MYRIAD_CUDA_SORT=fused or this says so (tests run both paths).
-void set_moe_sort_fused(bool fused);
+// unless MYRIAD_CUDA_SORT=split says otherwise. For tests: 1 fused, 2 split, 0 back to the
+// environment's choice.
+void set_moe_sort_fused(int v);
 // Experts with c rows need ceil(c / R) tiles: at most pairs / R + (experts that have rows).
 inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) {
     return pairs / tile_rows + (pairs < experts ? pairs : experts) + 1;

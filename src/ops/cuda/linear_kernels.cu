@@ -455,8 +455,8 @@ void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
         launch_rows<F, false, U, R>(a, s);
 }
 
-// v2 where it applies, with MYRIAD_CUDA_SKINNY=v2 (off by default until its GPU tests have run
-// on a GPU: written without one; set_skinny_variant for tests):
+// v2 where it applies (MYRIAD_CUDA_SKINNY=v1 keeps v1 throughout, to compare; set_skinny_variant
+// for tests):
 // a quantised format, at most four rows per tile or group, K a multiple of the segment, 16-byte
 // x rows, and (without a table) matrices v2 can read; the kernel checks a table's matrices.
 int g_skinny_variant = 0;  // 0: the environment's choice
@@ -465,7 +465,7 @@ int skinny_variant() {
     if (g_skinny_variant != 0) return g_skinny_variant;
     static const int from_env = [] {
         const char* e = std::getenv("MYRIAD_CUDA_SKINNY");
-        return e && std::strcmp(e, "v2") == 0 ? 2 : 1;
+        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
     }();
     return from_env;
 }

@@ -1,6 +1,7 @@
 // Mixture of experts on the GPU: the noaux_tc router (sigmoid, bias for selection, group-limited
 // top-k) in one kernel, and the device-side grouping of (token, choice) pairs by expert that
 // lets one grouped launch run every expert (reference.md §1.7).
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -265,18 +266,21 @@ void moe_route(const RouteArgs& a, cudaStream_t s) {
 }
 
 namespace {
-// MYRIAD_CUDA_SORT=fused turns the one-block grouping on. It stays off by default until
-// GpuOpsTest.MoeSortBothPathsMatchTheHost has passed on a GPU (written without one).
-bool& sort_fused() {
-    static bool fused = [] {
+// The one-block grouping where it fits; MYRIAD_CUDA_SORT=split keeps the four launches (a
+// memset, count, offsets, scatter), to compare.
+std::atomic<int> sort_set{0};  // 0: MYRIAD_CUDA_SORT decides
+
+bool sort_fused() {
+    if (const int v = sort_set.load()) return v == 1;
+    static const bool from_env = [] {
         const char* e = std::getenv("MYRIAD_CUDA_SORT");
-        return e && std::strcmp(e, "fused") == 0;
+        return !(e && std::strcmp(e, "split") == 0);
     }();
-    return fused;
+    return from_env;
 }
 }  // namespace
 
-void set_moe_sort_fused(bool fused) { sort_fused() = fused; }
+void set_moe_sort_fused(int v) { sort_set.store(v == 1 || v == 2 ? v : 0); }
 
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
