@@ -200,7 +200,8 @@ TEST_P(GpuLinear, SiluMulMatchesCpu) {
     }
 }
 
-// The shapes where v2 changes course, against the CPU, plain and gated, at 1 and 3 rows:
+// The shapes where v2 changes course, against the CPU, plain and gated, at 1 and 3 rows, for
+// BF16 (8-element segments) and the quantised formats:
 // K over several rounds of 2048 with a partial last one (4160, 2080), K of one partial round
 // (96), K v2 cannot split into 32-code segments (208, 48: v1 for the 4-bit formats, v2 for
 // FP8's 16-code ones), column counts that leave part of
@@ -212,22 +213,36 @@ TEST_F(GpuOpsTest, SkinnyV2Shapes) {
     };
     const Shape shapes[] = {{37, 4160, 0}, {45, 2080, 0}, {64, 96, 0},
                             {37, 208, 0},  {40, 48, 0},   {33, 256, 8}};
-    for (WeightFormat format :
-         {WeightFormat::Fp8Block, WeightFormat::Nvfp4, WeightFormat::Int4Group}) {
+    for (WeightFormat format : {WeightFormat::Dense, WeightFormat::Fp8Block, WeightFormat::Nvfp4,
+                                WeightFormat::Int4Group}) {
         for (const Shape& sh : shapes) {
             // random_quant's INT4 has whole groups of 32; shards start on a block but NVFP4's.
             if (format == WeightFormat::Int4Group && sh.k % 32 != 0) continue;
-            if (sh.col_begin % 16 != 0 && format != WeightFormat::Nvfp4) continue;
-            QuantMatrix qg = random_quant(format, sh.n + 8, sh.k + 32, rng);
-            QuantMatrix qu = random_quant(format, sh.n + 8, sh.k + 32, rng);
-            for (QuantMatrix* q : {&qg, &qu}) {
-                q->src.row_begin = 3;  // fp8: scale block phase 3
-                q->src.row_end = 3 + sh.n;
-                q->src.col_begin = sh.col_begin;
-                q->src.col_end = sh.col_begin + sh.k;
+            if (sh.col_begin % 16 != 0 && format != WeightFormat::Nvfp4 &&
+                format != WeightFormat::Dense)
+                continue;
+            QuantMatrix qg, qu;
+            std::vector<uint16_t> dg, du;  // BF16 (Dense): 8-element segments, any k here
+            WeightSource sg, su;
+            if (format == WeightFormat::Dense) {
+                dg = randn_bf16((sh.n + 8) * (sh.k + 32), 0.05f);
+                du = randn_bf16((sh.n + 8) * (sh.k + 32), 0.05f);
+                sg = bf16_source(dg, sh.n + 8, sh.k + 32);
+                su = bf16_source(du, sh.n + 8, sh.k + 32);
+            } else {
+                qg = random_quant(format, sh.n + 8, sh.k + 32, rng);
+                qu = random_quant(format, sh.n + 8, sh.k + 32, rng);
+                sg = qg.src;
+                su = qu.src;
             }
-            Weight gc = cpu.load_weight(qg.src), uc = cpu.load_weight(qu.src);
-            Weight gg = gpu->load_weight(qg.src), ug = gpu->load_weight(qu.src);
+            for (WeightSource* src : {&sg, &su}) {
+                src->row_begin = 3;  // fp8: scale block phase 3
+                src->row_end = 3 + sh.n;
+                src->col_begin = sh.col_begin;
+                src->col_end = sh.col_begin + sh.k;
+            }
+            Weight gc = cpu.load_weight(sg), uc = cpu.load_weight(su);
+            Weight gg = gpu->load_weight(sg), ug = gpu->load_weight(su);
             for (int64_t m : {1, 3}) {
                 auto x = randn(m * sh.k);
                 std::vector<float> ref(m * sh.n), ref_glu(m * sh.n);
@@ -408,23 +423,31 @@ TEST_F(GpuOpsTest, NaiveAttentionWithPastContext) {
     EXPECT_LE(rel_err(fetch(out), ref), kF32Tol);
 }
 
+// Token counts around the kernels' tile of 8 (one token: a tile of one), and latent widths of
+// two column blocks and not a multiple of 8 (absorb_v's scalar loads).
 TEST_F(GpuOpsTest, AbsorbQAndV) {
-    const int64_t t = 7, heads = 4, dn = 24, dr = 8, dv = 16, latent = 64;
-    auto kvb = randn_bf16(heads * (dn + dv) * latent, 0.1f);
-    Weight wc = cpu.load_weight(bf16_source(kvb, heads * (dn + dv), latent));
-    Weight wg = gpu->load_weight(bf16_source(kvb, heads * (dn + dv), latent));
-    auto q = randn(t * heads * (dn + dr));
-    std::vector<float> ref(t * heads * latent);
-    cpu.mla_absorb_q(host(q, {t, heads, dn + dr}), wc, dn, dv, host(ref, {t, heads, latent}));
-    Tensor ql = poisoned(DType::F32, {t, heads, latent});
-    gpu->mla_absorb_q(dev(q, {t, heads, dn + dr}), wg, dn, dv, ql);
-    EXPECT_LE(rel_err(fetch(ql), ref), kF32Tol);
-    auto o = randn(t * heads * latent);
-    std::vector<float> vref(t * heads * dv);
-    cpu.mla_absorb_v(host(o, {t, heads, latent}), wc, dn, dv, host(vref, {t, heads, dv}));
-    Tensor ov = poisoned(DType::F32, {t, heads, dv});
-    gpu->mla_absorb_v(dev(o, {t, heads, latent}), wg, dn, dv, ov);
-    EXPECT_LE(rel_err(fetch(ov), vref), kF32Tol);
+    const int64_t heads = 4, dn = 24, dr = 8, dv = 16;
+    for (int64_t latent : {64, 100}) {
+        for (int64_t t : {1, 7, 8, 19}) {
+            SCOPED_TRACE(::testing::Message() << "t " << t << " latent " << latent);
+            auto kvb = randn_bf16(heads * (dn + dv) * latent, 0.1f);
+            Weight wc = cpu.load_weight(bf16_source(kvb, heads * (dn + dv), latent));
+            Weight wg = gpu->load_weight(bf16_source(kvb, heads * (dn + dv), latent));
+            auto q = randn(t * heads * (dn + dr));
+            std::vector<float> ref(t * heads * latent);
+            cpu.mla_absorb_q(host(q, {t, heads, dn + dr}), wc, dn, dv,
+                             host(ref, {t, heads, latent}));
+            Tensor ql = poisoned(DType::F32, {t, heads, latent});
+            gpu->mla_absorb_q(dev(q, {t, heads, dn + dr}), wg, dn, dv, ql);
+            EXPECT_LE(rel_err(fetch(ql), ref), kF32Tol);
+            auto o = randn(t * heads * latent);
+            std::vector<float> vref(t * heads * dv);
+            cpu.mla_absorb_v(host(o, {t, heads, latent}), wc, dn, dv, host(vref, {t, heads, dv}));
+            Tensor ov = poisoned(DType::F32, {t, heads, dv});
+            gpu->mla_absorb_v(dev(o, {t, heads, latent}), wg, dn, dv, ov);
+            EXPECT_LE(rel_err(fetch(ov), vref), kF32Tol);
+        }
+    }
 }
 
 class GpuRoute : public GpuOpsTest, public ::testing::WithParamInterface<int64_t> {};

@@ -571,63 +571,100 @@ __global__ void __launch_bounds__(kDecThreads)
 }
 
 // q_lat[t, h, lat] = sum_d q[t, h, d] W_k[h, d, lat] (d < dn). A block computes 64 latent
-// columns of one (token, head), its four warp pairs each summing a quarter of d: enough blocks
-// and independent loads in flight for one decode token, where a block per (token, head) left
-// most multiprocessors idle and each thread walking all of d.
-constexpr int kAbsorbCols = 64, kAbsorbSlices = 4;
+// columns of one head for a tile of up to T tokens, its four warp pairs each summing a quarter of
+// d: enough blocks and independent loads in flight for one decode token, where a block per
+// (token, head) left most multiprocessors idle and each thread walking all of d. A weight element
+// serves the tile's T tokens: with one block per token, 64 decode tokens read each head's W_k
+// 64 times from L2 (ncu, H200: 35 us a layer).
+constexpr int kAbsorbCols = 64, kAbsorbSlices = 4, kAbsorbTile = 8;
+template <int T>
 __global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
-    absorb_q_kernel(const float* q, int64_t heads, int64_t dq, const uint16_t* kv_b, int64_t dn,
-                    int64_t dv, int64_t latent, float* q_lat) {
-    __shared__ float part[kAbsorbSlices][kAbsorbCols];
-    const int64_t t = blockIdx.x, h = blockIdx.y;
+    absorb_q_kernel(const float* q, int64_t tokens, int64_t heads, int64_t dq,
+                    const uint16_t* kv_b, int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
+    __shared__ float part[kAbsorbSlices][T][kAbsorbCols];
+    const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
+    const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int col = threadIdx.x % kAbsorbCols, slice = threadIdx.x / kAbsorbCols;
     const int64_t lat = int64_t(blockIdx.z) * kAbsorbCols + col;
-    const float* qn = q + (t * heads + h) * dq;
     const uint16_t* wk = kv_b + h * (dn + dv) * latent;
-    float acc = 0.0f;
+    float acc[T];
+#pragma unroll
+    for (int m = 0; m < T; ++m) acc[m] = 0.0f;
     if (lat < latent) {
-#pragma unroll 8
-        for (int64_t d = slice; d < dn; d += kAbsorbSlices)
-            acc += qn[d] * bf16_bits_to_f32(wk[d * latent + lat]);
+#pragma unroll 4
+        for (int64_t d = slice; d < dn; d += kAbsorbSlices) {
+            const float w = bf16_bits_to_f32(wk[d * latent + lat]);
+#pragma unroll
+            for (int m = 0; m < T; ++m)
+                if (m < rows) acc[m] += q[((t0 + m) * heads + h) * dq + d] * w;
+        }
     }
-    part[slice][col] = acc;
+#pragma unroll
+    for (int m = 0; m < T; ++m) part[slice][m][col] = acc[m];
     __syncthreads();
     if (slice == 0 && lat < latent) {
-        float sum = 0.0f;
 #pragma unroll
-        for (int i = 0; i < kAbsorbSlices; ++i) sum += part[i][col];
-        q_lat[(t * heads + h) * latent + lat] = sum;
+        for (int m = 0; m < T; ++m) {
+            if (m < rows) {
+                float sum = 0.0f;
+#pragma unroll
+                for (int i = 0; i < kAbsorbSlices; ++i) sum += part[i][m][col];
+                q_lat[((t0 + m) * heads + h) * latent + lat] = sum;
+            }
+        }
     }
 }
 
 // out[t, h, v] = sum_lat o_lat[t, h, lat] W_v[h, v, lat]: a warp per output value, eight
-// latent elements per lane per load.
+// latent elements per lane per load, for a tile of up to T tokens (a weight load serves them
+// all, as in absorb_q_kernel).
 constexpr int kAbsorbVWarps = 8;
+template <int T>
 __global__ void __launch_bounds__(kWarp* kAbsorbVWarps)
-    absorb_v_kernel(const float* o_lat, int64_t heads, const uint16_t* kv_b, int64_t dn, int64_t dv,
-                    int64_t latent, float* out) {
-    const int64_t t = blockIdx.x, h = blockIdx.y;
+    absorb_v_kernel(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b,
+                    int64_t dn, int64_t dv, int64_t latent, float* out) {
+    const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
+    const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const int64_t v = int64_t(blockIdx.z) * kAbsorbVWarps + warp;
     if (v >= dv) return;
-    const float* o = o_lat + (t * heads + h) * latent;
     const uint16_t* wv = kv_b + (h * (dn + dv) + dn + v) * latent;
-    float acc = 0.0f;
+    float acc[T];
+#pragma unroll
+    for (int m = 0; m < T; ++m) acc[m] = 0.0f;
     if (latent % 8 == 0) {
         for (int64_t i = int64_t(lane) * 8; i < latent; i += kWarp * 8) {
             const uint4 q = *reinterpret_cast<const uint4*>(wv + i);
-            const float4 a = *reinterpret_cast<const float4*>(o + i);
-            const float4 b = *reinterpret_cast<const float4*>(o + i + 4);
-            acc += a.x * __uint_as_float(q.x << 16) + a.y * __uint_as_float(q.x & 0xffff0000u) +
-                   a.z * __uint_as_float(q.y << 16) + a.w * __uint_as_float(q.y & 0xffff0000u) +
-                   b.x * __uint_as_float(q.z << 16) + b.y * __uint_as_float(q.z & 0xffff0000u) +
-                   b.z * __uint_as_float(q.w << 16) + b.w * __uint_as_float(q.w & 0xffff0000u);
+            const float w[8] = {__uint_as_float(q.x << 16), __uint_as_float(q.x & 0xffff0000u),
+                                __uint_as_float(q.y << 16), __uint_as_float(q.y & 0xffff0000u),
+                                __uint_as_float(q.z << 16), __uint_as_float(q.z & 0xffff0000u),
+                                __uint_as_float(q.w << 16), __uint_as_float(q.w & 0xffff0000u)};
+#pragma unroll
+            for (int m = 0; m < T; ++m) {
+                if (m < rows) {
+                    const float* o = o_lat + ((t0 + m) * heads + h) * latent + i;
+                    const float4 a = *reinterpret_cast<const float4*>(o);
+                    const float4 b = *reinterpret_cast<const float4*>(o + 4);
+                    acc[m] += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + b.x * w[4] +
+                              b.y * w[5] + b.z * w[6] + b.w * w[7];
+                }
+            }
         }
     } else {
-        for (int64_t i = lane; i < latent; i += kWarp) acc += o[i] * bf16_bits_to_f32(wv[i]);
+        for (int64_t i = lane; i < latent; i += kWarp) {
+            const float w = bf16_bits_to_f32(wv[i]);
+#pragma unroll
+            for (int m = 0; m < T; ++m)
+                if (m < rows) acc[m] += o_lat[((t0 + m) * heads + h) * latent + i] * w;
+        }
     }
-    acc = warp_sum(acc);
-    if (lane == 0) out[(t * heads + h) * dv + v] = acc;
+#pragma unroll
+    for (int m = 0; m < T; ++m) {
+        if (m < rows) {
+            const float sum = warp_sum(acc[m]);
+            if (lane == 0) out[((t0 + m) * heads + h) * dv + v] = sum;
+        }
+    }
 }
 
 }  // namespace
@@ -719,18 +756,31 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
               int64_t dn, int64_t dv, int64_t latent, float* q_lat, cudaStream_t s) {
     if (tokens == 0) return;
-    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads),
+    // One token (batch-1 decode) keeps a tile of one: no idle accumulators.
+    const int64_t tile = tokens == 1 ? 1 : kAbsorbTile;
+    dim3 grid(static_cast<unsigned>((tokens + tile - 1) / tile), static_cast<unsigned>(heads),
               static_cast<unsigned>((latent + kAbsorbCols - 1) / kAbsorbCols));
-    absorb_q_kernel<<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(q, heads, dq, kv_b, dn, dv, latent,
-                                                                 q_lat);
+    if (tile == 1)
+        absorb_q_kernel<1><<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(q, tokens, heads, dq, kv_b,
+                                                                        dn, dv, latent, q_lat);
+    else
+        absorb_q_kernel<kAbsorbTile><<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(
+            q, tokens, heads, dq, kv_b, dn, dv, latent, q_lat);
 }
 
 void absorb_v(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b, int64_t dn,
               int64_t dv, int64_t latent, float* out, cudaStream_t s) {
     if (tokens == 0) return;
-    dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(heads),
+    const int64_t tile = tokens == 1 ? 1 : kAbsorbTile;
+    dim3 grid(static_cast<unsigned>((tokens + tile - 1) / tile), static_cast<unsigned>(heads),
               static_cast<unsigned>((dv + kAbsorbVWarps - 1) / kAbsorbVWarps));
-    absorb_v_kernel<<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, heads, kv_b, dn, dv, latent, out);
+    if (tile == 1)
+        absorb_v_kernel<1><<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, tokens, heads, kv_b, dn,
+                                                                  dv, latent, out);
+    else
+        absorb_v_kernel<kAbsorbTile><<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, tokens, heads,
+                                                                            kv_b, dn, dv, latent,
+                                                                            out);
 }
 
 }  // namespace myriad::cuda

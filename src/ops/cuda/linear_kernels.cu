@@ -189,13 +189,17 @@ constexpr int kV2Chunk = 2048;                  // x elements per row and round
 constexpr int kV2ChunkPhys = kV2Chunk * 9 / 8;  // a 16-byte pad after every 128 bytes
 
 template <QFormat F>
-constexpr int kSegElems = F == QFormat::Fp8Block ? 16 : 32;
+constexpr int kSegElems = F == QFormat::Bf16 ? 8 : (F == QFormat::Fp8Block ? 16 : 32);
 // Segments a lane loads per round before using any: 16 bytes x U (x 2 with Glu) in flight.
 template <bool Glu>
 constexpr int kV2Unroll = Glu ? 4 : 8;
 
 template <QFormat F>
 struct Seg;
+template <>
+struct Seg<QFormat::Bf16> {
+    uint4 q;
+};
 template <>
 struct Seg<QFormat::Nvfp4> {
     uint4 q;
@@ -217,6 +221,7 @@ struct Seg<QFormat::Fp8Block> {
 template <QFormat F>
 __host__ __device__ inline bool seg_fits(const QMatrix& w) {
     if (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || w.row_bytes % 16 != 0) return false;
+    if constexpr (F == QFormat::Bf16) return true;
     if (w.block_cols % 16 != 0 || w.col_phase % 16 != 0) return false;
     if constexpr (F == QFormat::Nvfp4)
         return w.block_cols == 16 && w.col_phase == 0 && w.scale_stride % 2 == 0 &&
@@ -238,6 +243,7 @@ template <QFormat F>
 __device__ __forceinline__ SegRow<F> seg_row(const QMatrix& w, int64_t r) {
     SegRow<F> row;
     row.codes = w.codes + r * w.row_bytes;
+    if constexpr (F == QFormat::Bf16) return row;
     const int64_t srow = F == QFormat::Fp8Block ? (r + w.row_phase) / w.block_rows : r;
     const int64_t esize = F == QFormat::Nvfp4 ? 1 : 4;
     row.scales = static_cast<const uint8_t*>(w.scales) + srow * w.scale_stride * esize;
@@ -251,7 +257,9 @@ __device__ __forceinline__ SegRow<F> seg_row(const QMatrix& w, int64_t r) {
 template <QFormat F>
 __device__ __forceinline__ Seg<F> load_seg(const SegRow<F>& w, uint32_t c) {
     Seg<F> g;
-    if constexpr (F == QFormat::Nvfp4) {
+    if constexpr (F == QFormat::Bf16) {
+        g.q = *reinterpret_cast<const uint4*>(w.codes + c * 2);
+    } else if constexpr (F == QFormat::Nvfp4) {
         g.q = *reinterpret_cast<const uint4*>(w.codes + c / 2);
         g.s = *(reinterpret_cast<const uint16_t*>(w.scales) + c / 32);
     } else if constexpr (F == QFormat::Int4) {
@@ -275,7 +283,9 @@ __device__ __forceinline__ Raw8<F> seg_word(const Seg<F>& g) {
     static_assert(I < kWords);
     const uint32_t q[4] = {g.q.x, g.q.y, g.q.z, g.q.w};
     Raw8<F> raw;
-    if constexpr (F == QFormat::Nvfp4) {
+    if constexpr (F == QFormat::Bf16) {
+        raw.q = g.q;
+    } else if constexpr (F == QFormat::Nvfp4) {
         raw.q = q[I];
         raw.s = (g.s >> (8 * (I / 2))) & 0xffu;
     } else if constexpr (F == QFormat::Int4) {
@@ -292,7 +302,9 @@ __device__ __forceinline__ Raw8<F> seg_word(const Seg<F>& g) {
 // Computed once per half: expand_unscaled's own is then unused and dropped by the compiler.
 template <QFormat F>
 __device__ __forceinline__ float seg_factor(const Seg<F>& g, float global_scale, int h) {
-    if constexpr (F == QFormat::Nvfp4) {
+    if constexpr (F == QFormat::Bf16) {
+        return 1.0f;
+    } else if constexpr (F == QFormat::Nvfp4) {
         const __half_raw sh = __nv_cvt_fp8_to_halfraw(
             static_cast<__nv_fp8_storage_t>((g.s >> (8 * h)) & 0xffu), __NV_E4M3);
         return __half2float(__half(sh)) * (global_scale * 16384.0f);
@@ -510,12 +522,16 @@ void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
     // Few rows per group (decode): four accumulators per lane keep the registers, and so the
     // warps per multiprocessor, up.
     const int32_t rows = a.tiles ? a.tile_rows : static_cast<int32_t>(a.max_rows);
-    if constexpr (F != QFormat::Bf16) {
-        if (rows <= 4 && skinny_variant() == 2 &&
-            (a.glu ? launch_v2<F, true>(a, rows, s) : launch_v2<F, false>(a, rows, s)))
-            return;
-    }
+    if (rows <= 4 && skinny_variant() == 2 &&
+        (a.glu ? launch_v2<F, true>(a, rows, s) : launch_v2<F, false>(a, rows, s)))
+        return;
     if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
+    // A narrow product over many rows (the router's 64 or so columns, at batch 64 or a prefill
+    // chunk) takes few column blocks: passes of four rows multiply the blocks by four (ncu,
+    // H200: 16-row passes took 38 us for 64 rows of Moonlight's router, 75 us for 512).
+    const int64_t col_blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    if (!a.tiles && col_blocks * ((rows + 15) / 16) < 2 * 132)
+        return launch_glu<F, kUnroll<F>, 4>(a, s);
     if (rows <= 8) return launch_glu<F, kUnroll<F>, 8>(a, s);
     return launch_glu<F, kUnroll<F>, 16>(a, s);
 }
