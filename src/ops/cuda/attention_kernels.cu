@@ -11,6 +11,7 @@
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace myriad::cuda {
 
@@ -623,6 +624,7 @@ template <int T>
 __global__ void __launch_bounds__(kWarp* kAbsorbVWarps)
     absorb_v_kernel(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b,
                     int64_t dn, int64_t dv, int64_t latent, float* out) {
+    pdl_launch_dependents();  // o_proj follows (pdl.cuh)
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;

@@ -1,6 +1,7 @@
 // Element-wise and per-row kernels: embedding, RMSNorm, add, SiLU-mul, row gathers, argmax.
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace myriad::cuda {
 
@@ -92,6 +93,7 @@ __device__ __forceinline__ float row_sum_squares(const float* xr, const float* y
 // reduction's barriers and writes after them.
 __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
                                float* out) {
+    pdl_launch_dependents();  // a linear layer follows: let it load its weights meanwhile
     const float* xr = x + blockIdx.x * d;
     const float ss = row_sum_squares(xr, nullptr, nullptr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
@@ -102,6 +104,7 @@ __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t
 // summation order (so the result equals add then rmsnorm bit for bit).
 __global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool bf16, int64_t d,
                                    float eps, float* out) {
+    pdl_launch_dependents();  // a linear layer follows: let it load its weights meanwhile
     float* xr = x + blockIdx.x * d;
     const float ss = row_sum_squares(xr, y + blockIdx.x * d, xr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);

@@ -9,6 +9,7 @@
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/pdl.cuh"
 #include "ops/cuda/quant_load.cuh"
 
 namespace myriad::cuda {
@@ -139,6 +140,8 @@ __device__ __forceinline__ QMatrix group_matrix(const SkinnyArgs& a, int64_t g, 
 // over the group's rows (without tiles).
 template <QFormat F, bool Glu, int U, int R>
 __global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArgs a) {
+    pdl_wait();  // launched early (launch_pdl): everything here follows the previous kernel
+    pdl_launch_dependents();
     const int64_t col = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
     if (col >= a.n) return;
     int64_t g, begin, end;
@@ -355,15 +358,25 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     const int tpc = 1 << tpc_log2, sub = threadIdx.x & (tpc - 1);
     const int64_t cols_per_block = kV2Threads >> tpc_log2;
     const int64_t col = int64_t(blockIdx.x) * cols_per_block + (threadIdx.x >> tpc_log2);
+    // Launched early (launch_pdl). A dense product's first weights are loaded before waiting for
+    // the previous kernel; the experts' tiles, x rows and matrices come from earlier kernels, so
+    // there everything waits.
+    const bool early_loads = a.tiles == nullptr && a.x_rows == nullptr;
+    if (!early_loads) pdl_wait();
+    pdl_launch_dependents();
     int64_t g, begin, end;
     if (!block_group(a, g, begin, end)) return;
     const QMatrix w = group_matrix(a, g, false);
-    if (w.codes == nullptr) return;
+    if (w.codes == nullptr) {
+        pdl_wait();
+        return;
+    }
     QMatrix w_up;
     if constexpr (Glu) w_up = group_matrix(a, g, true);
     const int64_t step = a.tiles ? R : int64_t(gridDim.z) * R;
     const int64_t first = begin + (a.tiles ? 0 : int64_t(blockIdx.z) * R);
     if (!seg_fits<F>(w) || (Glu && !seg_fits<F>(w_up))) {
+        pdl_wait();
         // A matrix of the table that v2 cannot read (the host checked k and x only): v1 with one
         // load in flight, a warp per column of the block's. The branch is uniform per block.
         const int64_t col_end = (int64_t(blockIdx.x) + 1) * cols_per_block;
@@ -377,6 +390,7 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     }
     const bool active = col < a.n;
     const int segs = static_cast<int>(a.k / E);
+    bool waited = !early_loads;
     SegRow<F> wr, ur;
     if (active) {
         wr = seg_row<F>(w, col);
@@ -404,6 +418,10 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
             const int span =
                 static_cast<int>(a.k) - c0 < tpc * U * E ? static_cast<int>(a.k) - c0 : tpc * U * E;
             const int chunks = span / 4;
+            if (!waited) {  // the first round's weights are in flight: now x must be ready
+                pdl_wait();
+                waited = true;
+            }
             __syncthreads();
 #pragma unroll
             for (int m = 0; m < R; ++m) {
@@ -448,6 +466,7 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
             }
         }
     }
+    if (!waited) pdl_wait();  // a pass with no rows: still not done before the previous kernel
 }
 
 template <QFormat F, bool Glu, int U, int R>
@@ -456,7 +475,7 @@ void launch_rows(const SkinnyArgs& a, cudaStream_t s) {
     dim3 grid(static_cast<unsigned>((a.n + kWarpsPerBlock - 1) / kWarpsPerBlock),
               static_cast<unsigned>(a.tiles ? a.max_tiles : a.groups),
               static_cast<unsigned>(a.tiles ? 1 : (passes < 1 ? 1 : (passes > 64 ? 64 : passes))));
-    skinny_kernel<F, Glu, U, R><<<grid, kWarp * kWarpsPerBlock, 0, s>>>(a);
+    launch_pdl(skinny_kernel<F, Glu, U, R>, grid, dim3(kWarp * kWarpsPerBlock), 0, s, a);
 }
 
 template <QFormat F, int U, int R>
@@ -503,7 +522,7 @@ bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
                   static_cast<unsigned>(a.tiles ? a.max_tiles : a.groups),
                   static_cast<unsigned>(a.tiles ? 1 : (passes > 64 ? 64 : passes)));
         const size_t smem = static_cast<size_t>(rr) * kV2ChunkPhys * sizeof(float);
-        kernel<<<grid, kV2Threads, smem, s>>>(a, tpc_log2);
+        launch_pdl(kernel, grid, dim3(kV2Threads), smem, s, a, tpc_log2);
     };
     if (r <= 1)
         go(skinny_v2_kernel<F, Glu, 1>, 1);

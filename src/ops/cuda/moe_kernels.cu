@@ -7,6 +7,7 @@
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/pdl.cuh"
 
 namespace myriad::cuda {
 
@@ -189,6 +190,7 @@ __global__ void __launch_bounds__(kFusedSortThreads)
     sort_one_block_kernel(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
                           int32_t* offsets, int32_t* sorted_token, int32_t* pair_row,
                           int32_t tile_rows, int32_t* tiles, int32_t* tile_count) {
+    pdl_launch_dependents();  // the experts' launch follows (pdl.cuh)
     extern __shared__ int32_t cnt[];  // [experts]: the counts, then the cursors
     for (int64_t e = threadIdx.x; e < experts; e += blockDim.x) cnt[e] = 0;
     __syncthreads();
@@ -219,6 +221,7 @@ constexpr int kCombineMaxK = 32;
 __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                                const int32_t* pair_row, const uint8_t* held, int64_t top_k,
                                float* out) {
+    pdl_launch_dependents();  // the shared experts' launch follows (pdl.cuh)
     __shared__ float weight[kCombineMaxK];
     __shared__ int64_t base[kCombineMaxK];
     const int64_t t = blockIdx.x;
