@@ -406,21 +406,68 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCache,
                          ::testing::Values(DType::F32, DType::BF16, DType::F8_E4M3));
 
-TEST_F(GpuOpsTest, NaiveAttentionWithPastContext) {
-    // Chunked prefill: each sequence's new rows see earlier context and themselves, causally.
-    StepInput st = make_step({{4, 50}, {1, 9}, {20, 20}}, 16, 16, rng);
-    begin_step(st);
-    const int64_t heads = 3, dn = 24, dr = 16, dv = 20, t = st.num_tokens();
-    const int64_t ctx = 50 + 9 + 20;
-    auto q = randn(t * heads * (dn + dr)), kv = randn(ctx * heads * (dn + dv)),
-         k_rot = randn(ctx * dr);
-    std::vector<float> ref(t * heads * dv);
-    cpu.mla_attention_naive(host(q, {t, heads, dn + dr}), host(kv, {ctx, heads, dn + dv}),
-                            host(k_rot, {ctx, dr}), 0, 3, 0.15f, host(ref, {t, heads, dv}));
-    Tensor out = poisoned(DType::F32, {t, heads, dv});
-    gpu->mla_attention_naive(dev(q, {t, heads, dn + dr}), dev(kv, {ctx, heads, dn + dv}),
-                             dev(k_rot, {ctx, dr}), 0, 3, 0.15f, out);
-    EXPECT_LE(rel_err(fetch(out), ref), kF32Tol);
+// The naive (prefill) form over sequences [seq_begin, lens.size()) of a step of (q_len, ctx_len)
+// sequences (the earlier ones stand for the absorbed form's decode rows: their context is not
+// in kv), against the CPU, with both kernels. Only the rows of those sequences are compared.
+class GpuNaiveAttention : public GpuOpsTest {
+  protected:
+    void attend(const std::vector<std::pair<int64_t, int64_t>>& lens, size_t seq_begin,
+                int64_t heads, int64_t dn, int64_t dr, int64_t dv, float scale) {
+        SCOPED_TRACE(::testing::Message()
+                     << lens.size() << " sequences from " << seq_begin << ", heads " << heads
+                     << ", nope " << dn << ", rope " << dr << ", value " << dv);
+        int64_t blocks = 0;
+        for (auto [q_len, ctx] : lens) blocks += (ctx + 15) / 16;
+        StepInput st = make_step(lens, 16, blocks, rng);
+        begin_step(st);
+        const int64_t t = st.num_tokens(), dq = dn + dr;
+        int64_t ctx = 0;
+        for (size_t s = seq_begin; s < lens.size(); ++s) ctx += lens[s].second;
+        const int64_t r0 = st.seqs[seq_begin].q_begin;
+        auto q = randn(t * heads * dq), kv = randn(ctx * heads * (dn + dv)),
+             k_rot = randn(ctx * dr);
+        std::vector<float> ref(t * heads * dv, 0.0f);
+        cpu.mla_attention_naive(host(q, {t, heads, dq}), host(kv, {ctx, heads, dn + dv}),
+                                host(k_rot, {ctx, dr}), seq_begin, lens.size(), scale,
+                                host(ref, {t, heads, dv}));
+        const std::vector<float> want(ref.begin() + r0 * heads * dv, ref.end());
+        for (int variant : {1, 2}) {
+            SCOPED_TRACE(::testing::Message() << "prefill attention variant " << variant);
+            cuda::set_prefill_attention_variant(variant);
+            Tensor out = poisoned(DType::F32, {t, heads, dv});
+            gpu->mla_attention_naive(dev(q, {t, heads, dq}), dev(kv, {ctx, heads, dn + dv}),
+                                     dev(k_rot, {ctx, dr}), seq_begin, lens.size(), scale, out);
+            const auto got = fetch(out);
+            EXPECT_LE(rel_err(std::vector<float>(got.begin() + r0 * heads * dv, got.end()), want),
+                      kF32Tol);
+        }
+        cuda::set_prefill_attention_variant(0);
+    }
+};
+
+// Chunked prefill: each sequence's new rows see earlier context and themselves, causally. The
+// second version's tiles are 32 rows by 32 keys: q_len 5, 33, 37, 40 leave partial row tiles,
+// contexts of 1, 9, 50, 700 partial key tiles; several sequences of different q_len and ctx_len
+// share a call, after decode rows that are not its own.
+TEST_F(GpuNaiveAttention, SmallShapes) {
+    // value width 20: five quads, fewer than the eight threads of a row
+    attend({{4, 50}, {1, 9}, {20, 20}}, 0, 3, 24, 16, 20, 0.15f);
+    attend({{1, 7}, {1, 30}, {37, 100}, {1, 1}, {5, 5}, {64, 64}, {40, 700}, {33, 33}}, 2, 3, 16, 8,
+           16, 0.2f);
+    attend({{1, 1}}, 0, 3, 16, 8, 16, 0.2f);
+    // value widths over 128 (eight quads per thread), one of them partial
+    attend({{37, 90}, {3, 3}}, 0, 2, 32, 16, 256, 0.1f);
+    attend({{37, 90}, {3, 3}}, 0, 2, 32, 16, 136, 0.1f);
+    // widths not a multiple of 4: the first version runs for both
+    attend({{9, 20}, {3, 3}}, 0, 2, 14, 6, 10, 0.2f);
+}
+
+// Moonlight's heads (nope 128 + rope 64, value 128, 16 heads): a 512-token prompt, and chunks
+// after earlier context mixed with a decode row.
+TEST_F(GpuNaiveAttention, MoonlightShape) {
+    const float scale = 1.0f / std::sqrt(192.0f);
+    attend({{512, 512}}, 0, 16, 128, 64, 128, scale);
+    attend({{1, 300}, {100, 700}, {3, 40}, {1, 1}, {64, 64}}, 1, 16, 128, 64, 128, scale);
 }
 
 // Token counts around the kernels' tile of 8 (one token: a tile of one), and latent widths of one

@@ -107,7 +107,12 @@ void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_
     a.seq_begin = static_cast<int64_t>(seq_begin);
     a.scale = softmax_scale;
     a.out = out.ptr<float>();
-    cuda::attention_naive(a, step_view(), stream_);
+    int64_t max_q_len = 0;
+    for (size_t s = seq_begin; s < seq_end; ++s) max_q_len = std::max(max_q_len, seqs[s].q_len);
+    if (prefill_attention_variant() != 2 ||
+        !cuda::attention_prefill(a, step_view(), static_cast<int64_t>(seq_end - seq_begin),
+                                 max_q_len, stream_))
+        cuda::attention_naive(a, step_view(), stream_);
     check("mla_attention_naive");
 }
 

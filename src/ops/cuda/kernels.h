@@ -162,6 +162,17 @@ struct AttnArgs {
     float* part = nullptr;
 };
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
+// The naive (prefill) form's second version (prefill_attention.cu): a block per 32 query rows of
+// one sequence and one head, key and value tiles through shared memory, F32 throughout.
+// Sequences [a.seq_begin, a.seq_begin + seqs), the longest with max_q_len rows. Returns false,
+// launching nothing, for shapes or alignments it does not take (version 1 then runs).
+bool attention_prefill(const AttnArgs& a, const StepView& st, int64_t seqs, int64_t max_q_len,
+                       cudaStream_t s);
+// Which naive-form kernel runs: 1 attention_naive, 2 attention_prefill where it applies (the
+// default). MYRIAD_CUDA_PREFILL_ATTN=v1|v2 sets the default; set_prefill_attention_variant(0)
+// returns to it (tests set 1 or 2).
+void set_prefill_attention_variant(int v);
+int prefill_attention_variant();
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
 // through shared memory, splits sized on the device (the default; cache layouts it does not
