@@ -29,6 +29,8 @@ __device__ __forceinline__ void rotate_pair(float* a, float* b, float angle, flo
 
 __global__ void rope_kernel(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset,
                             RopeView r, const int32_t* positions) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const int64_t half = r.dim / 2;
     const int64_t n = tokens * heads * half;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -72,6 +74,8 @@ __device__ __forceinline__ int64_t context_slot(const KvView& kv, const StepView
 // One block per new token: latent = rmsnorm(ckv[:latent]), k_rot = rope(ckv[latent:]).
 __global__ void cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps,
                                     RopeView r, KvView kv, StepView st) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const int64_t t = blockIdx.x, width = entry_width(kv);
     const float* src = ckv + t * width;
     const int64_t slot = st.slots[t];
@@ -120,6 +124,8 @@ constexpr int kMaxVPerThread = 4;  // value dims up to 512
 // `dk` elements (key(j, i)), values `dv` (value(j, d)); the query is staged in shared memory.
 template <bool Absorbed>
 __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, StepView st) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     extern __shared__ float smem[];
     __shared__ float scores[kTile];
     __shared__ int64_t slots[kTile];  // absorbed: each key's cache slot, looked up once
@@ -245,6 +251,8 @@ __device__ __forceinline__ int64_t decode_active_splits(int64_t n, int64_t split
 constexpr int kMaxSplits = 64;
 template <bool DeviceSplits>
 __global__ void combine_splits_kernel(AttnArgs a, StepView st) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const int64_t width = a.dv + 2;
@@ -400,6 +408,8 @@ __device__ __forceinline__ float4 load_quad(const unsigned char* entry, int q) {
 template <KvType T>
 __global__ void __launch_bounds__(kDecThreads)
     decode_attention_kernel(AttnArgs a, StepView st, DecodeLayout L) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     extern __shared__ __align__(16) unsigned char dec_smem[];
     float* qs = reinterpret_cast<float*>(dec_smem);
     unsigned char* keys = dec_smem + L.key_off;
@@ -566,6 +576,8 @@ template <int T>
 __global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
     absorb_q_kernel(const float* q, int64_t tokens, int64_t heads, int64_t dq,
                     const uint16_t* kv_b, int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     __shared__ float part[kAbsorbSlices][T][kAbsorbCols];
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
@@ -608,7 +620,8 @@ template <int T>
 __global__ void __launch_bounds__(kWarp* kAbsorbVWarps)
     absorb_v_kernel(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b,
                     int64_t dn, int64_t dv, int64_t latent, float* out) {
-    pdl_launch_dependents();  // o_proj follows (pdl.cuh)
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -660,15 +673,15 @@ void rope(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset
     const int64_t n = tokens * heads * (r.dim / 2);
     if (n == 0) return;
     const int64_t g = (n + 255) / 256;
-    rope_kernel<<<static_cast<unsigned>(g > 65535 ? 65535 : g), 256, 0, s>>>(
-        q, tokens, heads, width, offset, r, st.positions);
+    launch_pdl(rope_kernel, static_cast<unsigned>(g > 65535 ? 65535 : g), 256, 0, s, q, tokens,
+               heads, width, offset, r, st.positions);
 }
 
 void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
                   const RopeView& r, const KvView& kv, const StepView& st, cudaStream_t s) {
     if (tokens > 0)
-        cache_append_kernel<<<static_cast<unsigned>(tokens), 128, 0, s>>>(ckv, norm, norm_bf16, eps,
-                                                                          r, kv, st);
+        launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), 128, 0, s, ckv, norm,
+                   norm_bf16, eps, r, kv, st);
 }
 
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,
@@ -720,23 +733,27 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
         const size_t smem = static_cast<size_t>(L.bytes);
         switch (a.cache.type) {
             case KvType::F32:
-                decode_attention_kernel<KvType::F32><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                launch_pdl(decode_attention_kernel<KvType::F32>, grid, kDecThreads, smem, s, a, st,
+                           L);
                 break;
             case KvType::Bf16:
-                decode_attention_kernel<KvType::Bf16><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                launch_pdl(decode_attention_kernel<KvType::Bf16>, grid, kDecThreads, smem, s, a, st,
+                           L);
                 break;
             case KvType::Fp8:
-                decode_attention_kernel<KvType::Fp8><<<grid, kDecThreads, smem, s>>>(a, st, L);
+                launch_pdl(decode_attention_kernel<KvType::Fp8>, grid, kDecThreads, smem, s, a, st,
+                           L);
                 break;
         }
         if (a.splits > 1)
-            combine_splits_kernel<true><<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a, st);
+            launch_pdl(combine_splits_kernel<true>, dim3(grid.x, grid.y), kAttnThreads, 0, s, a,
+                       st);
         return;
     }
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);
-    attention_kernel<true><<<grid, kAttnThreads, smem, s>>>(a, st);
+    launch_pdl(attention_kernel<true>, grid, kAttnThreads, smem, s, a, st);
     if (a.splits > 1)
-        combine_splits_kernel<false><<<dim3(grid.x, grid.y), kAttnThreads, 0, s>>>(a, st);
+        launch_pdl(combine_splits_kernel<false>, dim3(grid.x, grid.y), kAttnThreads, 0, s, a, st);
 }
 
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
@@ -747,11 +764,11 @@ void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const u
     dim3 grid(static_cast<unsigned>((tokens + tile - 1) / tile), static_cast<unsigned>(heads),
               static_cast<unsigned>((latent + kAbsorbCols - 1) / kAbsorbCols));
     if (tile == 1)
-        absorb_q_kernel<1><<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(q, tokens, heads, dq, kv_b,
-                                                                        dn, dv, latent, q_lat);
+        launch_pdl(absorb_q_kernel<1>, grid, kAbsorbCols * kAbsorbSlices, 0, s, q, tokens, heads,
+                   dq, kv_b, dn, dv, latent, q_lat);
     else
-        absorb_q_kernel<kAbsorbTile><<<grid, kAbsorbCols * kAbsorbSlices, 0, s>>>(
-            q, tokens, heads, dq, kv_b, dn, dv, latent, q_lat);
+        launch_pdl(absorb_q_kernel<kAbsorbTile>, grid, kAbsorbCols * kAbsorbSlices, 0, s, q, tokens,
+                   heads, dq, kv_b, dn, dv, latent, q_lat);
 }
 
 void absorb_v(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b, int64_t dn,
@@ -761,12 +778,11 @@ void absorb_v(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t*
     dim3 grid(static_cast<unsigned>((tokens + tile - 1) / tile), static_cast<unsigned>(heads),
               static_cast<unsigned>((dv + kAbsorbVWarps - 1) / kAbsorbVWarps));
     if (tile == 1)
-        absorb_v_kernel<1><<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, tokens, heads, kv_b, dn,
-                                                                  dv, latent, out);
+        launch_pdl(absorb_v_kernel<1>, grid, kWarp * kAbsorbVWarps, 0, s, o_lat, tokens, heads,
+                   kv_b, dn, dv, latent, out);
     else
-        absorb_v_kernel<kAbsorbTile><<<grid, kWarp * kAbsorbVWarps, 0, s>>>(o_lat, tokens, heads,
-                                                                            kv_b, dn, dv, latent,
-                                                                            out);
+        launch_pdl(absorb_v_kernel<kAbsorbTile>, grid, kWarp * kAbsorbVWarps, 0, s, o_lat, tokens,
+                   heads, kv_b, dn, dv, latent, out);
 }
 
 }  // namespace myriad::cuda

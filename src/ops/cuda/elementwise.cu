@@ -21,6 +21,8 @@ __global__ void to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
 
 __global__ void embed_kernel(const void* table, bool bf16, int64_t rows, int64_t hidden,
                              const int32_t* ids, int64_t vocab_begin, float* out) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const int64_t t = blockIdx.x;
     const int64_t row = ids[t] - vocab_begin;
     float* dst = out + t * hidden;
@@ -93,7 +95,8 @@ __device__ __forceinline__ float row_sum_squares(const float* xr, const float* y
 // reduction's barriers and writes after them.
 __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t d, float eps,
                                float* out) {
-    pdl_launch_dependents();  // a linear layer follows: let it load its weights meanwhile
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const float* xr = x + blockIdx.x * d;
     const float ss = row_sum_squares(xr, nullptr, nullptr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
@@ -104,7 +107,8 @@ __global__ void rmsnorm_kernel(const float* x, const void* w, bool bf16, int64_t
 // summation order (so the result equals add then rmsnorm bit for bit).
 __global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool bf16, int64_t d,
                                    float eps, float* out) {
-    pdl_launch_dependents();  // a linear layer follows: let it load its weights meanwhile
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     float* xr = x + blockIdx.x * d;
     const float ss = row_sum_squares(xr, y + blockIdx.x * d, xr, d);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
@@ -112,12 +116,16 @@ __global__ void add_rmsnorm_kernel(float* x, const float* y, const void* w, bool
 }
 
 __global__ void add_kernel(float* x, const float* y, int64_t n) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x)
         x[i] += y[i];
 }
 
 __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_t n) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x) {
         const float a = g[i];
@@ -126,6 +134,8 @@ __global__ void silu_mul_kernel(const float* g, const float* u, float* o, int64_
 }
 
 __global__ void gather_rows_kernel(const float* x, int64_t d, const int32_t* rows, float* out) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     const float* src = x + int64_t(rows[blockIdx.x]) * d;
     float* dst = out + blockIdx.x * d;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dst[i] = src[i];
@@ -186,34 +196,35 @@ void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s) {
 void embed(const void* table, bool table_bf16, int64_t rows, int64_t hidden, const int32_t* ids,
            int64_t vocab_begin, int64_t tokens, float* out, cudaStream_t s) {
     if (tokens > 0)
-        embed_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(table, table_bf16, rows, hidden,
-                                                                   ids, vocab_begin, out);
+        launch_pdl(embed_kernel, static_cast<unsigned>(tokens), 256, 0, s, table, table_bf16, rows,
+                   hidden, ids, vocab_begin, out);
 }
 
 void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
              float* out, cudaStream_t s) {
     if (rows > 0)
-        rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, w, w_bf16, d, eps, out);
+        launch_pdl(rmsnorm_kernel, static_cast<unsigned>(rows), 256, 0, s, x, w, w_bf16, d, eps,
+                   out);
 }
 
 void add(float* x, const float* y, int64_t n, cudaStream_t s) {
-    if (n > 0) add_kernel<<<flat_grid(n), 256, 0, s>>>(x, y, n);
+    if (n > 0) launch_pdl(add_kernel, flat_grid(n), 256, 0, s, x, y, n);
 }
 
 void add_rmsnorm(float* x, const float* y, const void* w, bool w_bf16, int64_t rows, int64_t d,
                  float eps, float* out, cudaStream_t s) {
     if (rows > 0)
-        add_rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, s>>>(x, y, w, w_bf16, d, eps,
-                                                                       out);
+        launch_pdl(add_rmsnorm_kernel, static_cast<unsigned>(rows), 256, 0, s, x, y, w, w_bf16, d,
+                   eps, out);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {
-    if (n > 0) silu_mul_kernel<<<flat_grid(n), 256, 0, s>>>(gate, up, out, n);
+    if (n > 0) launch_pdl(silu_mul_kernel, flat_grid(n), 256, 0, s, gate, up, out, n);
 }
 
 void gather_rows(const float* x, int64_t d, const int32_t* rows, int64_t n, float* out,
                  cudaStream_t s) {
-    if (n > 0) gather_rows_kernel<<<static_cast<unsigned>(n), 256, 0, s>>>(x, d, rows, out);
+    if (n > 0) launch_pdl(gather_rows_kernel, static_cast<unsigned>(n), 256, 0, s, x, d, rows, out);
 }
 
 void argmax(const float* x, int64_t rows, int64_t v, int32_t* out, cudaStream_t s) {

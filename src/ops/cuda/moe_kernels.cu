@@ -25,6 +25,8 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
 
 // One warp per token; scores and choices of its experts in shared memory.
 __global__ void __launch_bounds__(kWarp* kRouteWarps) route_kernel(RouteArgs a) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     extern __shared__ float smem[];
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     const int64_t t = int64_t(blockIdx.x) * kRouteWarps + warp;
@@ -190,7 +192,8 @@ __global__ void __launch_bounds__(kFusedSortThreads)
     sort_one_block_kernel(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
                           int32_t* offsets, int32_t* sorted_token, int32_t* pair_row,
                           int32_t tile_rows, int32_t* tiles, int32_t* tile_count) {
-    pdl_launch_dependents();  // the experts' launch follows (pdl.cuh)
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     extern __shared__ int32_t cnt[];  // [experts]: the counts, then the cursors
     for (int64_t e = threadIdx.x; e < experts; e += blockDim.x) cnt[e] = 0;
     __syncthreads();
@@ -221,7 +224,8 @@ constexpr int kCombineMaxK = 32;
 __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                                const int32_t* pair_row, const uint8_t* held, int64_t top_k,
                                float* out) {
-    pdl_launch_dependents();  // the shared experts' launch follows (pdl.cuh)
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
     __shared__ float weight[kCombineMaxK];
     __shared__ int64_t base[kCombineMaxK];
     const int64_t t = blockIdx.x;
@@ -264,8 +268,8 @@ unsigned pair_grid(int64_t pairs) {
 void moe_route(const RouteArgs& a, cudaStream_t s) {
     if (a.tokens == 0) return;
     const size_t smem = kRouteWarps * 2 * a.experts * sizeof(float);
-    route_kernel<<<static_cast<unsigned>((a.tokens + kRouteWarps - 1) / kRouteWarps),
-                   kWarp * kRouteWarps, smem, s>>>(a);
+    launch_pdl(route_kernel, static_cast<unsigned>((a.tokens + kRouteWarps - 1) / kRouteWarps),
+               kWarp * kRouteWarps, smem, s, a);
 }
 
 namespace {
@@ -289,9 +293,9 @@ void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
               int32_t* tiles, int32_t* tile_count, cudaStream_t s) {
     if (sort_fused() && pairs <= kFusedSortMaxPairs && experts <= kFusedSortMaxExperts) {
-        sort_one_block_kernel<<<1, kFusedSortThreads, experts * sizeof(int32_t), s>>>(
-            ids, pairs, top_k, experts, offsets, sorted_token, pair_row, tile_rows, tiles,
-            tile_count);
+        launch_pdl(sort_one_block_kernel, 1, kFusedSortThreads, experts * sizeof(int32_t), s, ids,
+                   pairs, top_k, experts, offsets, sorted_token, pair_row, tile_rows, tiles,
+                   tile_count);
         return;
     }
     cudaMemsetAsync(counts, 0, experts * sizeof(int32_t), s);
@@ -307,8 +311,8 @@ void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
                  float* out, cudaStream_t s) {
     if (tokens > 0)
-        combine_kernel<<<static_cast<unsigned>(tokens), 256, 0, s>>>(y, hidden, ids, w, pair_row,
-                                                                     held, top_k, out);
+        launch_pdl(combine_kernel, static_cast<unsigned>(tokens), 256, 0, s, y, hidden, ids, w,
+                   pair_row, held, top_k, out);
 }
 
 }  // namespace myriad::cuda

@@ -2,7 +2,8 @@
 // while the kernel before it in the stream is still running. Its blocks load what does not
 // depend on that kernel (a linear layer's weights) and then wait in pdl_wait for it to finish
 // and its writes to be visible. Between a decode step's ~540 short kernels this overlaps each
-// one's start (launch, first weight loads) with the end of the one before.
+// one's start (launch, first weight loads) with the end of the one before. The kernels of the
+// decode path use it; cuBLASLt's, the prefill-only ones and the sampler's launch as usual.
 //
 // The rule that keeps it correct: a kernel launched with launch_pdl calls pdl_wait in every block
 // before it reads anything an earlier kernel wrote and before it writes anything (an earlier
