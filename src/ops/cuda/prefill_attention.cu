@@ -271,17 +271,19 @@ __global__ void __launch_bounds__(kThreads)
 template <int VQ, bool Full>
 void launch(const AttnArgs& a, const StepView& st, const PrefillLayout& L, dim3 grid,
             cudaStream_t s) {
-    // Above 48 KB the kernel must opt in; the shared-memory carveout is asked at its largest
-    // so that three blocks (70 KB each at Moonlight's shape) share a multiprocessor.
-    static std::atomic<bool> opted{false};
-    if (!opted.load()) {
+    // Above 48 KB the kernel must opt in, to the bytes it asks (the limit counts its static
+    // shared memory too: asking for all 227 KB is refused); the shared-memory carveout is asked
+    // at its largest so that three blocks (70 KB each at Moonlight's shape) share a
+    // multiprocessor.
+    static std::atomic<int64_t> opted{48 * 1024};
+    if (L.bytes > opted.load()) {
         cudaFuncSetAttribute(prefill_attention_kernel<VQ, Full>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemMax));
+                             static_cast<int>(L.bytes));
         cudaFuncSetAttribute(prefill_attention_kernel<VQ, Full>,
                              cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared);
-        opted.store(true);
+        opted.store(L.bytes);
     }
     prefill_attention_kernel<VQ, Full>
         <<<grid, kThreads, static_cast<size_t>(L.bytes), s>>>(a, st, L);
