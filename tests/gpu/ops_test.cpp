@@ -527,8 +527,8 @@ TEST_P(GpuRoute, SameExpertsAndWeights) {
 INSTANTIATE_TEST_SUITE_P(Groups, GpuRoute, ::testing::Values(1, 4));
 
 // Routed experts in every format, for decode-size and prefill-size batches (t 12: experts with
-// two tiles of 4 rows; 45 and 200: the tensor-core path, 200 with two 64-row tiles); expert 5
-// is not held by this rank (empty weights) and must contribute nothing.
+// two tiles of 4 rows; 16 to 200: the tensor-core path, both kernels); expert 5 is not held by
+// this rank (empty weights) and must contribute nothing.
 // The grouping of (token, choice) pairs by expert, one-block kernel and three-kernel path alike,
 // against the host: offsets are the prefix of the counts, tiles cover each expert's rows in
 // tile_rows steps, and every pair's row lies in its expert's range, holds its token, and is
@@ -559,8 +559,7 @@ TEST_F(GpuOpsTest, MoeSortBothPathsMatchTheHost) {
         const int64_t max_tiles = cuda::moe_max_tiles(pairs, c.experts, c.tile_rows);
         for (bool fused : {true, false}) {
             SCOPED_TRACE(::testing::Message() << (fused ? "one block" : "three kernels")
-                                              << ", pairs " << pairs << ", experts "
-                                              << c.experts);
+                                              << ", pairs " << pairs << ", experts " << c.experts);
             gpu->reset_scratch();
             Tensor d_ids = dev_i32(ids, {pairs});
             Tensor counts = poisoned(DType::I32, {c.experts});
@@ -596,12 +595,16 @@ TEST_F(GpuOpsTest, MoeSortBothPathsMatchTheHost) {
     }
 }
 
-class GpuExperts : public GpuOpsTest,
-                   public ::testing::WithParamInterface<std::tuple<WeightFormat, int64_t>> {};
+// Shapes (hidden, inter): 128 x 96 gives the down product a K tail of 32 past grouped_mma v2's
+// K step of 64 (and NVFP4 scale rows of 6 bytes, which v2 leaves to v1); 128 x 192 is read by
+// v2 in every format.
+class GpuExperts
+    : public GpuOpsTest,
+      public ::testing::WithParamInterface<std::tuple<WeightFormat, int64_t, int64_t>> {};
 
 TEST_P(GpuExperts, MatchCpu) {
-    const auto [format, t] = GetParam();
-    const int64_t experts = 8, hidden = 128, inter = 96, k = 3;
+    const auto [format, t, inter] = GetParam();
+    const int64_t experts = 8, hidden = 128, k = 3;
     std::vector<QuantMatrix> qms;
     std::vector<std::vector<uint16_t>> dense;
     std::vector<MlpWeights> wc(experts), wg(experts);
@@ -637,21 +640,31 @@ TEST_P(GpuExperts, MatchCpu) {
                     wc, host(ref, {t, hidden}));
     // Past four rows per expert the tensor cores take the products, with BF16 inputs.
     const bool mma = t * k / std::min<int64_t>(t * k, experts) > 4;
-    for (int v : kSkinnyVariants) {
-        SkinnyVariant variant(v);
-        gpu->reset_scratch();
-        Tensor out = poisoned(DType::F32, {t, hidden});
-        gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
-        EXPECT_LE(rel_err(fetch(out), ref), mma ? kBf16Tol : kF32Tol)
-            << weight_format_name(format) << " t " << t << " skinny v" << v;
+    // The tensor-core kernels: v1 (64-row tiles) and v2 (16-row tiles up to 16 mean rows per
+    // expert, 64 past them; v1 where it cannot read the matrices).
+    for (int mv : {1, 2}) {
+        if (!mma && mv == 1) continue;
+        cuda::set_grouped_mma_variant(mv);
+        for (int v : kSkinnyVariants) {
+            SkinnyVariant variant(v);
+            gpu->reset_scratch();
+            Tensor out = poisoned(DType::F32, {t, hidden});
+            gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
+            EXPECT_LE(rel_err(fetch(out), ref), mma ? kBf16Tol : kF32Tol)
+                << weight_format_name(format) << " t " << t << " inter " << inter << " skinny v"
+                << v << " mma v" << mv;
+        }
+        cuda::set_grouped_mma_variant(0);
     }
 }
 
+// t 16: 6 mean rows per expert (v2's 16-row tiles); 45: 16 (the largest 16-row case, tiles
+// split at 16); 100: 37 (64-row tiles with idle warps); 200: 75 (two 64-row tiles).
 INSTANTIATE_TEST_SUITE_P(
     Formats, GpuExperts,
     ::testing::Combine(::testing::Values(WeightFormat::Dense, WeightFormat::Fp8Block,
                                          WeightFormat::Nvfp4, WeightFormat::Int4Group),
-                       ::testing::Values(1, 6, 12, 45, 200)));
+                       ::testing::Values(1, 6, 12, 16, 45, 100, 200), ::testing::Values(96, 192)));
 
 }  // namespace
 }  // namespace myriad::testing

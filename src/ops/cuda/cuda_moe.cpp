@@ -72,6 +72,7 @@ const CudaOps::ExpertTable& CudaOps::expert_table(const std::vector<MlpWeights>&
         mats[e * 3] = matrix(w.gate);
         mats[e * 3 + 1] = matrix(w.up);
         mats[e * 3 + 2] = matrix(w.down);
+        for (int i = 0; i < 3; ++i) t.mma_v2 = t.mma_v2 && grouped_mma_v2_reads(f, mats[e * 3 + i]);
         held[e] = 1;
     }
     t.mats = DeviceBuffer(std::max<size_t>(mats.size() * sizeof(QMatrix), 1));
@@ -83,6 +84,7 @@ const CudaOps::ExpertTable& CudaOps::expert_table(const std::vector<MlpWeights>&
         cudaMemcpyAsync(t.held.data(), held.data(), held.size(), cudaMemcpyHostToDevice, stream_),
         "expert table");
     synchronize("expert table");
+    grouped_mma_prepare();
     return expert_tables_.emplace(key, std::move(t)).first->second;
 }
 
@@ -122,11 +124,12 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     Tensor pair_row = scratch(DType::I32, {pairs});
     // Tile height from the mean rows of an expert that has any (decode: one or two). Past four
     // rows the tensor cores take the tiles (F32 inputs rounded to BF16, as cuBLASLt's are for
-    // the dense layers), unless MYRIAD_CUDA_EXACT asks for F32 products throughout.
+    // the dense layers), unless MYRIAD_CUDA_EXACT asks for F32 products throughout; their
+    // kernel picks the height (16 or 64 rows).
     const int64_t mean_rows = pairs / std::max<int64_t>(1, std::min(pairs, n_exp));
     const bool mma = !exact_ && mean_rows > 4 && hidden % 32 == 0 && table.inter % 32 == 0;
-    const int32_t tile_rows =
-        mma ? kGroupedMmaRows : (mean_rows <= 4 ? 4 : (mean_rows <= 8 ? 8 : 16));
+    const int32_t tile_rows = mma ? grouped_mma_tile_rows(mean_rows, table.mma_v2)
+                                  : (mean_rows <= 4 ? 4 : (mean_rows <= 8 ? 8 : 16));
     const int64_t max_tiles = moe_max_tiles(pairs, n_exp, tile_rows);
     Tensor tiles = scratch(DType::I32, {2 * max_tiles});
     Tensor tile_count = scratch(DType::I32, {1});
@@ -158,7 +161,7 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     up.ldo = table.inter;
     if (mma) {
         MYRIAD_CHECK(grouped_mma_fits(up), "moe: the tensor-core path does not fit");
-        grouped_mma(table.format, up, stream_);
+        grouped_mma(table.format, up, table.mma_v2, stream_);
     } else {
         skinny_linear(table.format, up, stream_);
     }
@@ -176,7 +179,7 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
     down.out = y.ptr<float>();
     down.ldo = hidden;
     if (mma)
-        grouped_mma(table.format, down, stream_);
+        grouped_mma(table.format, down, table.mma_v2, stream_);
     else
         skinny_linear(table.format, down, stream_);
     check("moe_experts (down)");

@@ -143,6 +143,7 @@ class CudaOps final : public Ops {
         DeviceBuffer held;  // uint8 [E]
         QFormat format = QFormat::Bf16;
         int64_t inter = 0;
+        bool mma_v2 = true;  // every held matrix is one grouped_mma's v2 reads
         size_t count = 0;
         const void* first_codes = nullptr;
     };

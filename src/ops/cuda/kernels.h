@@ -87,7 +87,7 @@ struct SkinnyArgs {
     const int32_t* tiles = nullptr;
     const int32_t* tile_count = nullptr;
     int64_t max_tiles = 0;
-    int32_t tile_rows = 16;  // 4, 8 or 16 (skinny_linear), kGroupedMmaRows (grouped_mma)
+    int32_t tile_rows = 16;  // 4, 8 or 16 (skinny_linear), 16 or 64 (grouped_mma)
     bool glu = false;
     int64_t n = 0, k = 0;
     float* out = nullptr;
@@ -99,11 +99,25 @@ void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
 // v1; 0 goes back to the default of MYRIAD_CUDA_SKINNY (v1 or v2). For tests and benchmarks.
 void set_skinny_variant(int v);
 // The same grouped product on the tensor cores (BF16 operands, F32 accumulation) for tiles of
-// kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
-// (grouped_mma_fits).
+// at most kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
+// (grouped_mma_fits). Two kernels: v1 (64-row tiles, one K step of 32 at a time) and v2 (the
+// default: 16- or 64-row tiles, the stored weights copied with cp.async K steps ahead), which
+// runs where the table's matrices allow (v2_reads: every held matrix passes
+// grouped_mma_v2_reads) and a.tile_rows is 16 or 64; elsewhere v1 takes any tile height up to 64.
 constexpr int32_t kGroupedMmaRows = 64;
 bool grouped_mma_fits(const SkinnyArgs& a);
-void grouped_mma(QFormat f, const SkinnyArgs& a, cudaStream_t s);
+void grouped_mma(QFormat f, const SkinnyArgs& a, bool v2_reads, cudaStream_t s);
+// Whether v2 can read `w`: 16-byte code rows, and scale blocks of 16 columns at phase 0 with
+// 4-byte scale rows (NVFP4) or of a multiple of 16 at a phase that is one (FP8, INT4).
+bool grouped_mma_v2_reads(QFormat f, const QMatrix& w);
+// The tile height for experts of mean_rows rows: 16 up to 16 rows and 64 past them with v2,
+// kGroupedMmaRows with v1 (or matrices v2 cannot read).
+int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads);
+// Sets v2's shared memory limits (once; outside graph capture, as the expert tables are built).
+void grouped_mma_prepare();
+// MYRIAD_CUDA_MMA=v1 makes v1 the default; for tests: 1 v1, 2 v2 (where it applies), 0 back to
+// the environment's choice.
+void set_grouped_mma_variant(int v);
 // Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`.
 void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
                   cudaStream_t s);
@@ -202,8 +216,8 @@ struct RouteArgs {
     float* weights = nullptr;
 };
 void moe_route(const RouteArgs& a, cudaStream_t s);
-// Groups the (token, choice) pairs by expert on the device (counts [E]: workspace): offsets [E + 1],
-// sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row); and
+// Groups the (token, choice) pairs by expert on the device (counts [E]: workspace): offsets [E +
+// 1], sorted_token [T k] (the token of each sorted row) and pair_row [T k] (each pair's row); and
 // the tiles of SkinnyArgs: (expert, first row) for every tile_rows rows of each expert that has
 // rows, *tile_count of them (at most moe_max_tiles).
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
