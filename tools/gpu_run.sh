@@ -10,6 +10,7 @@
 # Compute (graphs off), ';'-separated argument lists (leading NAME=value words set the run's
 # environment; --launch-skip N --launch-count N choose its kernels), each summed by kernel name
 # into ncu.txt (empty, the default: none); GPU_NCU_ARGS: more ncu options for every run.
+# GPU_NCU_DETAIL: one kernel's full report (see below).
 # Logs go into logs.tar.xz at the end (the device tool returns at most 8 files).
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
@@ -131,7 +132,7 @@ build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^g
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "${GPU_SANITIZER:-1}" = 1 ] && [ -x "$sanitizer" ]; then
     timeout "${GPU_SANITIZER_TIMEOUT:-300}" "$sanitizer" --tool memcheck --error-exitcode 3 \
-        build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuOpsTest.*:*GpuLinear*:*GpuCache*:*GpuRoute*:*GpuExperts*' \
+        build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuOpsTest.*:*GpuLinear*:*GpuCache*:*GpuRoute*:*GpuExperts*:*GpuNaiveAttention*' \
         >"$OUT/memcheck.log" 2>&1
     mc=$?
     echo "memcheck: exit $mc ($(grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -1)); $(grep -E "tests? ran|PASSED|FAILED" "$OUT/memcheck.log" | tail -2 | tr '\n' ' ')"
@@ -201,6 +202,22 @@ if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
         echo "== ncu: ${envs[*]} bench-model ${args[*]} ${window[*]} (exit $?)" | tee -a "$OUT/ncu.txt"
         python3 tools/ncu_summary.py "$OUT/ncu_$n.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
     done
+fi
+# GPU_NCU_DETAIL: one kernel's full Nsight Compute report (speed of light, occupancy, launch,
+# warp stalls, memory), "KERNEL_REGEX SKIP bench-model args..." (the SKIP-th matching launch,
+# graphs off) into ncu_detail.txt.
+if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU_DETAIL:-}" ]; then
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    set -- $GPU_NCU_DETAIL
+    kre=$1 skip=$2
+    shift 2
+    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
+        --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+        -k "regex:$kre" --launch-skip "$skip" --launch-count 1 \
+        ./build-gpu/myriad bench-model "$@" --check-layers 0 --device cuda \
+        >"$OUT/ncu_detail.txt" 2>&1
+    echo "== ncu detail: $kre (skip $skip): exit $?, $(wc -l <"$OUT/ncu_detail.txt") lines in ncu_detail.txt"
 fi
 # One archive of everything but the .txt summaries, so that those come back beside it.
 (cd "$OUT" && find . -maxdepth 1 -type f ! -name '*.txt' ! -name logs.tar.xz -printf '%f\n' |
