@@ -140,12 +140,12 @@ void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,
     } else {
         ops_.linear(x, a.q, q);
     }
-    ops_.rope(q, dn, rope_);
 
-    // The compressed KV of the new tokens goes into the latent cache (normalised, rotated).
+    // The compressed KV of the new tokens goes into the latent cache (normalised, rotated), and
+    // the queries' rope part is rotated in place.
     Tensor ckv = ops_.scratch(DType::F32, {t_count, latent + dr});
     ops_.linear(x, a.kv_a, ckv);
-    ops_.mla_cache_append(ckv, a.kv_a_norm, kLatentNormEps, rope_, cache);
+    ops_.mla_rope_and_append(q, dn, ckv, a.kv_a_norm, kLatentNormEps, rope_, cache);
 
     // Sequences [0, n_absorbed) use the absorbed form, the rest the naive form.
     const size_t n_seqs = step.seqs.size();
@@ -200,11 +200,11 @@ void DeepseekV3::moe(const LayerWeights& w, Tensor x, Tensor out) {
     Tensor ids = ops_.scratch(DType::I32, {t_count, k});
     Tensor weights = ops_.scratch(DType::F32, {t_count, k});
     ops_.moe_route(x, w.router, w.router_bias, p, ids, weights);
-    ops_.moe_experts(x, ids, weights, w.experts, out);
     if (c.n_shared_experts > 0 && !options_.faults.drop_shared_experts) {
-        Tensor shared = ops_.scratch(DType::F32, {t_count, c.hidden_size});
-        mlp(w.shared, x, shared);
-        ops_.add(out, shared);
+        mlp(w.shared, x, out);  // the routed experts are added to it: the same sums as before
+        ops_.moe_experts_add(x, ids, weights, w.experts, out);
+    } else {
+        ops_.moe_experts(x, ids, weights, w.experts, out);
     }
 }
 

@@ -131,6 +131,13 @@ public:
     // written into the token's cache slot. ckv [T, latent_dim + rope_dim].
     virtual void mla_cache_append(Tensor ckv, const Weight& norm, float eps,
                                   const RopeParams& rope, const KvLayerView& cache) = 0;
+    // rope(q, offset, r), then mla_cache_append(ckv, norm, eps, r, cache) for the same tokens. By
+    // default the two calls; a backend may rotate q in the same pass over the new tokens.
+    virtual void mla_rope_and_append(Tensor q, int64_t offset, Tensor ckv, const Weight& norm,
+                                     float eps, const RopeParams& r, const KvLayerView& cache) {
+        rope(q, offset, r);
+        mla_cache_append(ckv, norm, eps, r, cache);
+    }
     // Concatenates the cached context of sequences [seq_begin, seq_end): latent [C, latent_dim]
     // and k_rot [C, rope_dim], C = sum of their ctx_len.
     virtual void mla_gather_context(const KvLayerView& cache, size_t seq_begin, size_t seq_end,
@@ -162,6 +169,14 @@ public:
     // holds (experts[e] with no rows are skipped).
     virtual void moe_experts(Tensor x, Tensor ids, Tensor weights,
                              const std::vector<MlpWeights>& experts, Tensor out) = 0;
+    // out += what moe_experts would write (out holds the shared experts' output). By default
+    // moe_experts into scratch, then add; a backend may add as it combines the experts.
+    virtual void moe_experts_add(Tensor x, Tensor ids, Tensor weights,
+                                 const std::vector<MlpWeights>& experts, Tensor out) {
+        Tensor routed = scratch(DType::F32, {out.dim(0), out.dim(1)});
+        moe_experts(x, ids, weights, experts, routed);
+        add(out, routed);
+    }
 };
 
 }  // namespace myriad

@@ -338,8 +338,20 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     begin_step(fill);
     const int64_t t = fill.num_tokens();
     auto ckv = randn(t * (latent + rope), 2.0f);
-    cpu.mla_cache_append(host(ckv, {t, latent + rope}), nc, 1e-6f, rc, cache.cpu);
-    gpu->mla_cache_append(dev(ckv, {t, latent + rope}), ng, 1e-6f, rg, cache.gpu);
+    // With several sequences the GPU appends through mla_rope_and_append (its queries rotated in
+    // the append's launch), with one through mla_cache_append; the CPU makes the two calls.
+    const bool fused = seqs > 1;
+    auto qf = randn(t * heads * (nope + rope));
+    Tensor qf_gpu = dev(qf, {t, heads, nope + rope});
+    cpu.mla_rope_and_append(host(qf, {t, heads, nope + rope}), nope,
+                            host(ckv, {t, latent + rope}), nc, 1e-6f, rc, cache.cpu);
+    if (fused) {
+        gpu->mla_rope_and_append(qf_gpu, nope, dev(ckv, {t, latent + rope}), ng, 1e-6f, rg,
+                                 cache.gpu);
+        EXPECT_LE(rel_err(fetch(qf_gpu), qf), 1e-6);
+    } else {
+        gpu->mla_cache_append(dev(ckv, {t, latent + rope}), ng, 1e-6f, rg, cache.gpu);
+    }
     const int64_t ctx = t;
     std::vector<float> lat_ref(ctx * latent), rot_ref(ctx * rope);
     cpu.mla_gather_context(cache.cpu, 0, seqs, host(lat_ref, {ctx, latent}),
@@ -656,6 +668,16 @@ TEST_P(GpuExperts, MatchCpu) {
         }
         cuda::set_grouped_mma_variant(0);
     }
+    // moe_experts_add: the combine adds to what `out` holds (the shared experts' output), as
+    // moe_experts then add would.
+    auto shared = randn(t * hidden);
+    std::vector<float> ref_add(t * hidden);
+    for (size_t i = 0; i < ref_add.size(); ++i) ref_add[i] = shared[i] + ref[i];
+    gpu->reset_scratch();
+    Tensor out = dev(shared, {t, hidden});
+    gpu->moe_experts_add(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
+    EXPECT_LE(rel_err(fetch(out), ref_add), mma ? kBf16Tol : kF32Tol)
+        << weight_format_name(format) << " t " << t << " inter " << inter << " (add)";
 }
 
 // t 16: 6 mean rows per expert (v2's 16-row tiles); 45: 16 (the largest 16-row case, tiles

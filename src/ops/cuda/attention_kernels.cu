@@ -71,9 +71,10 @@ __device__ __forceinline__ int64_t context_slot(const KvView& kv, const StepView
     return int64_t(block) * kv.block_size + p % kv.block_size;
 }
 
-// One block per new token: latent = rmsnorm(ckv[:latent]), k_rot = rope(ckv[latent:]).
+// One block per new token: latent = rmsnorm(ckv[:latent]), k_rot = rope(ckv[latent:]); and the
+// token's queries rotated in place (qr.q), with rope_kernel's arithmetic.
 __global__ void cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps,
-                                    RopeView r, KvView kv, StepView st) {
+                                    RopeView r, KvView kv, StepView st, QRope qr) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     const int64_t t = blockIdx.x, width = entry_width(kv);
@@ -96,6 +97,16 @@ __global__ void cache_append_kernel(const float* ckv, const void* norm, bool nor
                     r.attention_factor);
         store_kv(kv, slot, kv.latent + ia, a);
         store_kv(kv, slot, kv.latent + ib, b);
+    }
+    if (qr.q == nullptr) return;
+    const int64_t qhalf = r.dim / 2;
+    for (int64_t i = threadIdx.x; i < qr.heads * qhalf; i += blockDim.x) {
+        const int64_t h = i / qhalf, p = i % qhalf;
+        float* x = qr.q + (t * qr.heads + h) * qr.width + qr.offset;
+        float* qa = r.half_split ? x + p : x + 2 * p;
+        float* qb = r.half_split ? x + p + qhalf : x + 2 * p + 1;
+        rotate_pair(qa, qb, r.inv_freq[p] * static_cast<float>(st.positions[t]),
+                    r.attention_factor);
     }
 }
 
@@ -678,10 +689,11 @@ void rope(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset
 }
 
 void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
-                  const RopeView& r, const KvView& kv, const StepView& st, cudaStream_t s) {
+                  const RopeView& r, const KvView& kv, const StepView& st, const QRope& q,
+                  cudaStream_t s) {
     if (tokens > 0)
         launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), 128, 0, s, ckv, norm,
-                   norm_bf16, eps, r, kv, st);
+                   norm_bf16, eps, r, kv, st, q);
 }
 
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,

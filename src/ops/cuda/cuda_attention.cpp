@@ -54,6 +54,21 @@ void CudaOps::rope(Tensor q, int64_t offset, const RopeParams& r) {
 
 void CudaOps::mla_cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& r,
                                const KvLayerView& cache) {
+    cache_append(ckv, norm, eps, r, cache, nullptr, 0);
+}
+
+// One launch: the cache append's blocks (one per new token) rotate the token's queries too.
+void CudaOps::mla_rope_and_append(Tensor q, int64_t offset, Tensor ckv, const Weight& norm,
+                                  float eps, const RopeParams& r, const KvLayerView& cache) {
+    const int64_t dim = r.inv_freq.numel() * 2;
+    MYRIAD_CHECK(offset + dim <= q.dim(2) && q.dim(0) == ckv.dim(0),
+                 "rope columns [{}, {}) of {} queries, width {}, for {} new tokens", offset,
+                 offset + dim, q.dim(0), q.dim(2), ckv.dim(0));
+    cache_append(ckv, norm, eps, r, cache, &q, offset);
+}
+
+void CudaOps::cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& r,
+                           const KvLayerView& cache, const Tensor* q, int64_t offset) {
     const auto& st = step();
     const int64_t width = cache.latent_dim + cache.rope_dim;
     MYRIAD_CHECK(ckv.dim(-1) == width, "cache append: ckv width {} but cache width {}", ckv.dim(-1),
@@ -64,8 +79,15 @@ void CudaOps::mla_cache_append(Tensor ckv, const Weight& norm, float eps, const 
     for (int64_t t = 0; t < ckv.dim(0); ++t)
         MYRIAD_CHECK(st.slots[t] >= 0 && st.slots[t] < capacity,
                      "KV slot {} outside the cache of {} slots", st.slots[t], capacity);
+    cuda::QRope qr;
+    if (q) {
+        qr.q = q->ptr<float>();
+        qr.heads = q->dim(1);
+        qr.width = q->dim(2);
+        qr.offset = offset;
+    }
     cuda::cache_append(ckv.ptr<float>(), ckv.dim(0), norm.data.data, norm.data.dtype == DType::BF16,
-                       eps, rope_view(r), kv_view(cache), step_view(), stream_);
+                       eps, rope_view(r), kv_view(cache), step_view(), qr, stream_);
     check("mla_cache_append");
 }
 

@@ -93,6 +93,17 @@ const CudaOps::ExpertTable& CudaOps::expert_table(const std::vector<MlpWeights>&
 // the down projection, one the weighted sum back into token order.
 void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
                           const std::vector<MlpWeights>& experts, Tensor out) {
+    run_experts(x, ids, weights, experts, out, false);
+}
+
+// The combine adds into `out` (one launch fewer than moe_experts and add).
+void CudaOps::moe_experts_add(Tensor x, Tensor ids, Tensor weights,
+                              const std::vector<MlpWeights>& experts, Tensor out) {
+    run_experts(x, ids, weights, experts, out, true);
+}
+
+void CudaOps::run_experts(Tensor x, Tensor ids, Tensor weights,
+                          const std::vector<MlpWeights>& experts, Tensor out, bool add) {
     const int64_t t_count = x.dim(0), hidden = x.dim(1), k = ids.dim(1);
     const int64_t n_exp = static_cast<int64_t>(experts.size()), pairs = t_count * k;
     MYRIAD_CHECK(out.dim(0) == t_count && out.dim(1) == hidden, "moe output {} for input {}",
@@ -114,7 +125,7 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
         ++stats.layer_steps;
     }
     if (table.inter == 0) {  // no expert of this layer is held here
-        fill_f32(out.ptr<float>(), out.numel(), 0.0f, stream_);
+        if (!add) fill_f32(out.ptr<float>(), out.numel(), 0.0f, stream_);
         check("moe_experts");
         return;
     }
@@ -186,7 +197,7 @@ void CudaOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
 
     moe_combine(y.ptr<float>(), hidden, ids.ptr<int32_t>(), weights.ptr<float>(),
                 pair_row.ptr<int32_t>(), static_cast<const uint8_t*>(table.held.data()), t_count, k,
-                out.ptr<float>(), stream_);
+                add, out.ptr<float>(), stream_);
     check("moe_experts (combine)");
 }
 

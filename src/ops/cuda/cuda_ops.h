@@ -96,6 +96,8 @@ class CudaOps final : public Ops {
     void rope(Tensor q, int64_t offset, const RopeParams& rope) override;
     void mla_cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& rope,
                           const KvLayerView& cache) override;
+    void mla_rope_and_append(Tensor q, int64_t offset, Tensor ckv, const Weight& norm, float eps,
+                             const RopeParams& r, const KvLayerView& cache) override;
     void mla_gather_context(const KvLayerView& cache, size_t seq_begin, size_t seq_end,
                             Tensor latent, Tensor k_rot) override;
     void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin, size_t seq_end,
@@ -112,6 +114,8 @@ class CudaOps final : public Ops {
                    Tensor ids, Tensor weights) override;
     void moe_experts(Tensor x, Tensor ids, Tensor weights, const std::vector<MlpWeights>& experts,
                      Tensor out) override;
+    void moe_experts_add(Tensor x, Tensor ids, Tensor weights,
+                         const std::vector<MlpWeights>& experts, Tensor out) override;
 
     cudaStream_t stream() const { return stream_; }
     // Graphs captured so far (tests: a replayed step really was replayed).
@@ -129,6 +133,12 @@ class CudaOps final : public Ops {
     // The kernels' view of a weight (its device copy).
     static QMatrix matrix(const Weight& w);
     static QFormat qformat(const Weight& w);
+    // moe_experts (add: moe_experts_add).
+    void run_experts(Tensor x, Tensor ids, Tensor weights, const std::vector<MlpWeights>& experts,
+                     Tensor out, bool add);
+    // mla_cache_append, rotating q's columns [offset, offset + rope dims) too when q is given.
+    void cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& r,
+                      const KvLayerView& cache, const Tensor* q, int64_t offset);
     // Few rows through the register-dequantising kernel; x rows of stride x.dim(-1).
     void linear_skinny(Tensor x, const Weight& w, Tensor out);
     // out = x · W^T with cuBLASLt on BF16 operands (F32 output), W expanded by tiles if quantised.

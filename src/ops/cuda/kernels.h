@@ -150,8 +150,15 @@ struct RopeView {
 };
 void rope(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset, const RopeView& r,
           const StepView& st, cudaStream_t s);
+// The queries a cache append also rotates (cache_append_kernel): columns [offset, offset +
+// rope dims) of q [tokens, heads, width]; none when q is null.
+struct QRope {
+    float* q = nullptr;
+    int64_t heads = 0, width = 0, offset = 0;
+};
 void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
-                  const RopeView& r, const KvView& kv, const StepView& st, cudaStream_t s);
+                  const RopeView& r, const KvView& kv, const StepView& st, const QRope& q,
+                  cudaStream_t s);
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,
                     int64_t max_ctx, float* latent, float* k_rot, cudaStream_t s);
 // Flash-style attention with an online softmax, one block per (query row, head), causal by
@@ -231,10 +238,11 @@ void set_moe_sort_fused(int v);
 inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) {
     return pairs / tile_rows + (pairs < experts ? pairs : experts) + 1;
 }
-// out[t] = sum_j w[t, j] * y[pair_row[t, j]] over pairs whose expert is held (held[e] != 0).
+// out[t] = sum_j w[t, j] * y[pair_row[t, j]] over pairs whose expert is held (held[e] != 0);
+// with add, out[t] + that sum.
 void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
-                 float* out, cudaStream_t s);
+                 bool add, float* out, cudaStream_t s);
 
 // Sampling (sampling_kernels.cu): the rows' edits in place (host rows skipped); then, for the
 // m rows listed in `rows` (device), sorted choice into tokens[rows[j]]. The workspace holds

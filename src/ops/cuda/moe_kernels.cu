@@ -223,7 +223,7 @@ __global__ void scatter_kernel(const int32_t* ids, int64_t pairs, int64_t top_k,
 constexpr int kCombineMaxK = 32;
 __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                                const int32_t* pair_row, const uint8_t* held, int64_t top_k,
-                               float* out) {
+                               bool add, float* out) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     __shared__ float weight[kCombineMaxK];
@@ -246,7 +246,12 @@ __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* id
                 acc.z += weight[j] * v.z;
                 acc.w += weight[j] * v.w;
             }
-            *reinterpret_cast<float4*>(out + t * hidden + d) = acc;
+            float4* o = reinterpret_cast<float4*>(out + t * hidden + d);
+            if (add) {  // out + acc, as add_kernel would after a plain combine
+                const float4 prev = *o;
+                acc = make_float4(prev.x + acc.x, prev.y + acc.y, prev.z + acc.z, prev.w + acc.w);
+            }
+            *o = acc;
         }
         return;
     }
@@ -254,7 +259,7 @@ __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* id
         float acc = 0.0f;
         for (int64_t j = 0; j < top_k; ++j)
             if (weight[j] != 0.0f) acc += weight[j] * y[base[j] + d];
-        out[t * hidden + d] = acc;
+        out[t * hidden + d] = add ? out[t * hidden + d] + acc : acc;
     }
 }
 
@@ -309,10 +314,10 @@ void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
 
 void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
-                 float* out, cudaStream_t s) {
+                 bool add, float* out, cudaStream_t s) {
     if (tokens > 0)
         launch_pdl(combine_kernel, static_cast<unsigned>(tokens), 256, 0, s, y, hidden, ids, w,
-                   pair_row, held, top_k, out);
+                   pair_row, held, top_k, add, out);
 }
 
 }  // namespace myriad::cuda
