@@ -201,6 +201,7 @@ TEST(Cli, BenchModelPrintsOneRowPerBatchSize) {
     ASSERT_EQ(js.status, 0) << js.err;
     auto j = nlohmann::json::parse(js.out);
     ASSERT_EQ(j["results"].size(), 2u);
+    EXPECT_EQ(j["tokens_chosen_on"], "host");  // the CPU backend does not sample itself
     for (size_t i = 0; i < 2; ++i) {
         const auto& row = j["results"][i];
         const double batch = i == 0 ? 1 : 3;
