@@ -5,7 +5,8 @@
 #   bash tools/gpu_run.sh [ctest -R regex]
 # GPU_TESTS=0 skips building and running the GPU tests (benchmarks only); GPU_NOGRAPHS=0 and
 # GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
-# GPU_SANITIZER=0 skips compute-sanitizer over the op tests; GPU_PY=0 skips the server's Python
+# GPU_SANITIZER=0 skips compute-sanitizer over the op tests (GPU_SANITIZER_FILTER: a gtest
+# filter instead of all of them; GPU_SANITIZER_TIMEOUT: seconds); GPU_PY=0 skips the server's Python
 # (openai client) tests on the GPU. GPU_NCU: bench-model runs to profile per kernel with Nsight
 # Compute (graphs off), ';'-separated argument lists (leading NAME=value words set the run's
 # environment; --launch-skip N --launch-count N choose its kernels), each summed by kernel name
@@ -132,7 +133,7 @@ build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^g
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "${GPU_SANITIZER:-1}" = 1 ] && [ -x "$sanitizer" ]; then
     timeout "${GPU_SANITIZER_TIMEOUT:-300}" "$sanitizer" --tool memcheck --error-exitcode 3 \
-        build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuOpsTest.*:*GpuLinear*:*GpuCache*:*GpuRoute*:*GpuExperts*:*GpuNaiveAttention*' \
+        build-gpu/tests/myriad_gpu_tests --gtest_filter="${GPU_SANITIZER_FILTER:-GpuOpsTest.*:*GpuLinear*:*GpuCache*:*GpuRoute*:*GpuExperts*:*GpuNaiveAttention*}" \
         >"$OUT/memcheck.log" 2>&1
     mc=$?
     echo "memcheck: exit $mc ($(grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -1)); $(grep -E "tests? ran|PASSED|FAILED" "$OUT/memcheck.log" | tail -2 | tr '\n' ' ')"
