@@ -553,8 +553,14 @@ def test_sigterm_drains_and_exits_0():
         first = next(iter(stream))
         assert first.choices[0].delta.role == "assistant"
         s.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
-        assert requests.get(s.url + "/health").status_code == 503
+        # Draining: /health answers 503 while the running request finishes. Polled, not after a
+        # fixed sleep: on a GPU the 600 tokens take about a tenth of a second, and the server
+        # had drained and exited before a 0.2 s sleep ended.
+        status, deadline = None, time.time() + 5
+        while status != 503 and time.time() < deadline:
+            status = requests.get(s.url + "/health").status_code
+            time.sleep(0.002)
+        assert status == 503
         content, _, _, finish, _ = collect_stream(stream, expect_role=False)
         assert finish == "length", "the running request finished"
         assert s.proc.wait(30) == 0
