@@ -727,10 +727,10 @@ int attention_variant() {
 }
 
 int64_t attention_splits(int64_t pairs) {
-    // About four blocks per multiprocessor (132 on the H200). The second version may take more
-    // splits, since it leaves those past a short context empty.
+    // About four blocks per multiprocessor. The second version may take more splits, since it
+    // leaves those past a short context empty.
     const int64_t most = attention_variant() == 2 ? 32 : 16;
-    const int64_t want = 4 * 132 / (pairs > 1 ? pairs : 1);
+    const int64_t want = 4 * multiprocessors() / (pairs > 1 ? pairs : 1);
     return want < 1 ? 1 : (want > most ? most : want);
 }
 

@@ -225,13 +225,6 @@ __device__ __forceinline__ void cp4(void* dst, const void* src, int bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)),
                  "l"(__cvta_generic_to_global(src)), "r"(bytes));
 }
-__device__ __forceinline__ void cp_commit() {
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -461,18 +454,18 @@ __global__ void __launch_bounds__(kThreads, Bm == 16 ? 4 : 3) grouped_mma_v2_ker
 #pragma unroll
     for (int st = 0; st < Stages - 1; ++st) {
         if (st < ksteps) load_stage(st, int64_t(st) * kBk);
-        cp_commit();
+        cp_async_commit();
     }
 #pragma unroll 1
     for (int64_t kt = 0; kt < ksteps; ++kt) {
-        cp_wait<Stages - 2>();  // step kt has landed (this thread's copies)
+        cp_async_wait<Stages - 2>();  // step kt has landed (this thread's copies)
         __syncthreads();        // everyone's, and everyone is done with step kt - 1's slot
         const int64_t next = kt + Stages - 1;
         if (next < ksteps) load_stage(static_cast<int>(next % Stages), next * kBk);
-        cp_commit();
+        cp_async_commit();
         if (warp_live) compute(static_cast<int>(kt % Stages));
     }
-    cp_wait<0>();
+    cp_async_wait<0>();
 
     float fac[kMats];
 #pragma unroll

@@ -31,6 +31,9 @@ struct QMatrix {
     int32_t rows = 0, cols = 0;
 };
 
+// The GPU's multiprocessors (132 on the H200), for grid sizes; read once.
+int multiprocessors();
+
 // ---- element-wise and rows ----
 void fill_f32(float* p, int64_t n, float value, cudaStream_t s);
 void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);

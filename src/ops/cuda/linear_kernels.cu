@@ -547,9 +547,9 @@ void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
     if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
     // A narrow product over many rows (the router's 64 or so columns, at batch 64 or a prefill
     // chunk) takes few column blocks: passes of four rows multiply the blocks by four (ncu,
-    // H200: 16-row passes took 38 us for 64 rows of Moonlight's router, 75 us for 512).
+    // H200: 16-row passes took 38 us for 64 rows of Moonlight's router, 4-row passes 11.5 us).
     const int64_t col_blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    if (!a.tiles && col_blocks * ((rows + 15) / 16) < 2 * 132)
+    if (!a.tiles && col_blocks * ((rows + 15) / 16) < 2 * multiprocessors())
         return launch_glu<F, kUnroll<F>, 4>(a, s);
     if (rows <= 8) return launch_glu<F, kUnroll<F>, 8>(a, s);
     return launch_glu<F, kUnroll<F>, 16>(a, s);
