@@ -11,7 +11,8 @@
 # Compute (graphs off), ';'-separated argument lists (leading NAME=value words set the run's
 # environment; --launch-skip N --launch-count N choose its kernels), each summed by kernel name
 # into ncu.txt (empty, the default: none); GPU_NCU_ARGS: more ncu options for every run.
-# GPU_NCU_DETAIL: one kernel's full report (see below).
+# GPU_NCU_DETAIL: one kernel's full report (see below). GPU_TRACE: kernel timelines with graphs
+# (see below).
 # Logs go into logs.tar.xz at the end (the device tool returns at most 8 files).
 # GPU_BENCH: the bench-model --random runs, ';'-separated argument lists (default below; empty
 # for none), each cut off after GPU_BENCH_TIMEOUT seconds (default 150).
@@ -204,21 +205,53 @@ if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
         python3 tools/ncu_summary.py "$OUT/ncu_$n.csv" 40 2>&1 | tee -a "$OUT/ncu.txt"
     done
 fi
-# GPU_NCU_DETAIL: one kernel's full Nsight Compute report (speed of light, occupancy, launch,
-# warp stalls, memory), "KERNEL_REGEX SKIP bench-model args..." (the SKIP-th matching launch,
-# graphs off) into ncu_detail.txt.
+# GPU_TRACE: bench-model runs (';'-separated argument lists, leading NAME=value words set the
+# environment) traced through CUPTI with graphs as they are (tools/cupti_trace.cpp), summed per
+# step into trace.txt by tools/trace_summary.py: each kernel's share of a step's critical path.
+if [ "$have_myriad" = 1 ] && [ -n "${GPU_TRACE:-}" ]; then
+    : >"$OUT/trace.txt"
+    if ninja -C build-gpu myriad_cupti_trace >>"$OUT/build.log" 2>&1; then
+        IFS=';' read -ra traces <<<"$GPU_TRACE"
+        n=0
+        for spec in "${traces[@]}"; do
+            envs=() args=()
+            for w in $spec; do
+                if [ ${#args[@]} -eq 0 ] && [[ $w == [A-Z]*=* ]]; then envs+=("$w"); else args+=("$w"); fi
+            done
+            n=$((n + 1))
+            env "${envs[@]}" CUDA_INJECTION64_PATH="$root/build-gpu/libmyriad_cupti_trace.so" \
+                MYRIAD_TRACE_OUT="$OUT/trace_$n.csv" timeout "${GPU_BENCH_TIMEOUT:-150}" \
+                ./build-gpu/myriad bench-model "${args[@]}" --check-layers 0 --device cuda \
+                >"$OUT/trace_$n.log" 2>&1
+            echo "== trace: ${envs[*]} bench-model ${args[*]} (exit $?)" | tee -a "$OUT/trace.txt"
+            grep -E "tok/s|cupti_trace" "$OUT/trace_$n.log" | tail -8 >>"$OUT/trace.txt"
+            python3 tools/trace_summary.py "$OUT/trace_$n.csv" 45 >>"$OUT/trace.txt" 2>&1
+            xz -f "$OUT/trace_$n.csv"
+        done
+        head -c 3000 "$OUT/trace.txt"
+    else
+        echo "gpu_run: no CUPTI here (myriad_cupti_trace did not build); see build.log"
+    fi
+fi
+# GPU_NCU_DETAIL: kernels' full Nsight Compute reports (speed of light, occupancy, launch, warp
+# stalls, memory), ';'-separated "KERNEL_REGEX SKIP bench-model args..." (the SKIP-th matching
+# launch, graphs off) into ncu_detail.txt.
 if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU_DETAIL:-}" ]; then
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    set -- $GPU_NCU_DETAIL
-    kre=$1 skip=$2
-    shift 2
-    MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
-        --section SpeedOfLight --section Occupancy --section LaunchStats \
-        --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-        -k "regex:$kre" --launch-skip "$skip" --launch-count 1 \
-        ./build-gpu/myriad bench-model "$@" --check-layers 0 --device cuda \
-        >"$OUT/ncu_detail.txt" 2>&1
-    echo "== ncu detail: $kre (skip $skip): exit $?, $(wc -l <"$OUT/ncu_detail.txt") lines in ncu_detail.txt"
+    : >"$OUT/ncu_detail.txt"
+    IFS=';' read -ra details <<<"$GPU_NCU_DETAIL"
+    for spec in "${details[@]}"; do
+        set -- $spec
+        kre=$1 skip=$2
+        shift 2
+        MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
+            --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+            -k "regex:$kre" --launch-skip "$skip" --launch-count 1 \
+            ./build-gpu/myriad bench-model "$@" --check-layers 0 --device cuda \
+            >>"$OUT/ncu_detail.txt" 2>&1
+        echo "== ncu detail: $kre (skip $skip): exit $?, $(wc -l <"$OUT/ncu_detail.txt") lines in ncu_detail.txt"
+    done
 fi
 # One archive of everything but the .txt summaries, so that those come back beside it.
 (cd "$OUT" && find . -maxdepth 1 -type f ! -name '*.txt' ! -name logs.tar.xz -printf '%f\n' |

@@ -84,9 +84,10 @@ TEST_F(GpuOpsTest, EmbedRmsnormAddSiluMul) {
 }
 
 // The residual add fused with the next norm, against the CPU's add then rmsnorm, with an F32
-// and a BF16 norm weight (checkpoints carry either) and a row longer than the block.
+// and a BF16 norm weight (checkpoints carry either), rows of both register kernels (up to 8 and
+// 32 elements a thread: 2048 is Moonlight's, 7168 Kimi-K2's) and one longer than those.
 TEST_F(GpuOpsTest, AddRmsnormFused) {
-    for (int64_t hidden : {64, 7168}) {
+    for (int64_t hidden : {64, 2048, 7168, 9000}) {
         for (bool bf16 : {false, true}) {
             SCOPED_TRACE(::testing::Message() << "hidden " << hidden << (bf16 ? " bf16" : " f32"));
             const int64_t rows = 5;

@@ -75,6 +75,49 @@ TEST_F(GpuOpsTest, SampleMatchesTheHostChoice) {
     }
 }
 
+// Rows with penalties over the whole vocabulary: 655,360 edits go up in three pieces of the
+// backend's fixed buffer (kEditPiece, 262,144), row 1's edits straddle the first boundary, and
+// each row's edits must apply in order. A trap shows it: token a (logit 2) gets +9 after the
+// repetition penalty (2 / 1.3 + 9 = 10.5) and beats token b (12 / 1.3 = 9.2); the other order
+// ((2 + 9) / 1.3 = 8.5) would choose b.
+TEST_F(GpuOpsTest, SampleAppliesEditsInPiecesInOrder) {
+    const int64_t vocab = 163840, n = 4;
+    std::vector<float> logits = randn(n * vocab, 1.0f);
+    StepSampling s;
+    std::vector<int32_t> trap(n);
+    for (int64_t r = 0; r < n; ++r) {
+        const auto a = static_cast<int32_t>(rng() % vocab);
+        const auto b = static_cast<int32_t>((a + 1 + rng() % (vocab - 1)) % vocab);
+        logits[r * vocab + a] = 2.0f;
+        logits[r * vocab + b] = 12.0f;
+        trap[r] = a;
+        SampleRow row;
+        row.greedy = r % 2 == 0;
+        row.inv_temperature = 10.0f;  // sampled rows: still almost surely the best token
+        row.uniform = 0.5;
+        row.edits_begin = static_cast<int32_t>(s.edits.size());
+        for (int32_t t = 0; t < vocab; ++t) s.edits.push_back({t, LogitEdit::Repetition, 1.3f});
+        s.edits.push_back({a, LogitEdit::Add, 9.0f});
+        row.edits_end = static_cast<int32_t>(s.edits.size());
+        s.rows.push_back(row);
+    }
+    ASSERT_GT(s.edits.size(), size_t{2} * (size_t{1} << 18));
+    std::vector<int32_t> want(n);
+    std::vector<float> edited = logits;
+    for (int64_t r = 0; r < n; ++r) {
+        float* l = edited.data() + r * vocab;
+        apply_logit_edits(l, vocab, s.edits.data() + s.rows[r].edits_begin,
+                          s.edits.data() + s.rows[r].edits_end);
+        want[r] = choose_token(l, vocab, s.rows[r]);
+    }
+    std::vector<int32_t> got(n, -1);
+    gpu->sample(dev(logits, {n, vocab}), s, got.data(), nullptr);
+    for (int64_t r = 0; r < n; ++r) {
+        EXPECT_EQ(want[r], trap[r]) << "row " << r << ": the host's own choice";
+        EXPECT_EQ(got[r], want[r]) << "row " << r;
+    }
+}
+
 // The engine on the GPU: tokens sampled on the device equal tokens sampled on the host from the
 // same GPU logits (both runs compute them with the same kernels on the same inputs).
 TEST(GpuBackendSampling, EngineTokensEqualHostSampling) {

@@ -72,41 +72,89 @@ __device__ __forceinline__ int64_t context_slot(const KvView& kv, const StepView
 }
 
 // One block per new token: latent = rmsnorm(ckv[:latent]), k_rot = rope(ckv[latent:]); and the
-// token's queries rotated in place (qr.q), with rope_kernel's arithmetic.
-__global__ void cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps,
-                                    RopeView r, KvView kv, StepView st, QRope qr) {
-    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
-    pdl_launch_dependents();
-    const int64_t t = blockIdx.x, width = entry_width(kv);
-    const float* src = ckv + t * width;
+// token's queries rotated in place (qr.q), with rope_kernel's arithmetic. The constants (the
+// norm's weights, the rope's frequencies) and the step's inputs (slot, position) are loaded
+// before waiting for the previous kernel, and every element this block reads after it in one
+// round of loads (the queries in rounds of kAppendQ pairs a thread): it took about 6 us at
+// batch 1 as loops with a round trip per element (CUPTI timeline, H200). Latent widths up to
+// kAppendThreads * kAppendLatent, rope widths up to 2 * kAppendThreads (CudaOps checks).
+constexpr int kAppendThreads = 256, kAppendLatent = 4, kAppendQ = 8;
+__global__ void __launch_bounds__(kAppendThreads)
+    cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps,
+                        RopeView r, KvView kv, StepView st, QRope qr) {
+    const int64_t t = blockIdx.x, width = entry_width(kv), half = kv.rope / 2;
+    const int tid = threadIdx.x;
+    float g[kAppendLatent];
+#pragma unroll
+    for (int k = 0; k < kAppendLatent; ++k) {
+        const int64_t i = tid + int64_t(k) * kAppendThreads;
+        g[k] = i >= kv.latent ? 0.0f
+               : norm_bf16    ? bf16_bits_to_f32(static_cast<const uint16_t*>(norm)[i])
+                              : static_cast<const float*>(norm)[i];
+    }
     const int64_t slot = st.slots[t];
+    const float pos = static_cast<float>(st.positions[t]);
+    const float kfreq = tid < half ? r.inv_freq[tid] : 0.0f;
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh): the rest follows the previous kernel
+    pdl_launch_dependents();
+    const float* src = ckv + t * width;
+    float v[kAppendLatent];
+#pragma unroll
+    for (int k = 0; k < kAppendLatent; ++k) {
+        const int64_t i = tid + int64_t(k) * kAppendThreads;
+        v[k] = i < kv.latent ? src[i] : 0.0f;
+    }
+    const int64_t ia = r.half_split ? tid : 2 * tid, ib = r.half_split ? tid + half : 2 * tid + 1;
+    float ka = 0.0f, kb = 0.0f;
+    if (tid < half) {
+        ka = src[kv.latent + ia];
+        kb = src[kv.latent + ib];
+    }
+    // The queries' pairs: a round of kAppendQ a thread loaded, then rotated and stored.
+    const int64_t qhalf = r.dim / 2, items = qr.q ? qr.heads * qhalf : 0;
+    for (int64_t first = tid; first < items; first += int64_t(kAppendQ) * kAppendThreads) {
+        float qa[kAppendQ], qb[kAppendQ], f[kAppendQ];
+        float* pa[kAppendQ];
+        float* pb[kAppendQ];
+#pragma unroll
+        for (int k = 0; k < kAppendQ; ++k) {
+            const int64_t i = first + int64_t(k) * kAppendThreads;
+            pa[k] = pb[k] = nullptr;
+            qa[k] = qb[k] = f[k] = 0.0f;
+            if (i < items) {
+                const int64_t h = i / qhalf, p = i % qhalf;
+                float* x = qr.q + (t * qr.heads + h) * qr.width + qr.offset;
+                pa[k] = r.half_split ? x + p : x + 2 * p;
+                pb[k] = r.half_split ? x + p + qhalf : x + 2 * p + 1;
+                qa[k] = *pa[k];
+                qb[k] = *pb[k];
+                f[k] = r.inv_freq[p];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kAppendQ; ++k) {
+            if (pa[k]) {
+                rotate_pair(&qa[k], &qb[k], f[k] * pos, r.attention_factor);
+                *pa[k] = qa[k];
+                *pb[k] = qb[k];
+            }
+        }
+    }
+
     float ss = 0.0f;
-    for (int64_t i = threadIdx.x; i < kv.latent; i += blockDim.x) ss += src[i] * src[i];
+#pragma unroll
+    for (int k = 0; k < kAppendLatent; ++k) ss += v[k] * v[k];
     ss = block_sum(ss);
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(kv.latent) + eps);
-    for (int64_t i = threadIdx.x; i < kv.latent; i += blockDim.x) {
-        const float w = norm_bf16 ? bf16_bits_to_f32(static_cast<const uint16_t*>(norm)[i])
-                                  : static_cast<const float*>(norm)[i];
-        store_kv(kv, slot, i, w * (src[i] * inv));
+#pragma unroll
+    for (int k = 0; k < kAppendLatent; ++k) {
+        const int64_t i = tid + int64_t(k) * kAppendThreads;
+        if (i < kv.latent) store_kv(kv, slot, i, g[k] * (v[k] * inv));
     }
-    const int64_t half = kv.rope / 2;
-    for (int64_t p = threadIdx.x; p < half; p += blockDim.x) {
-        const int64_t ia = r.half_split ? p : 2 * p, ib = r.half_split ? p + half : 2 * p + 1;
-        float a = src[kv.latent + ia], b = src[kv.latent + ib];
-        rotate_pair(&a, &b, r.inv_freq[p] * static_cast<float>(st.positions[t]),
-                    r.attention_factor);
-        store_kv(kv, slot, kv.latent + ia, a);
-        store_kv(kv, slot, kv.latent + ib, b);
-    }
-    if (qr.q == nullptr) return;
-    const int64_t qhalf = r.dim / 2;
-    for (int64_t i = threadIdx.x; i < qr.heads * qhalf; i += blockDim.x) {
-        const int64_t h = i / qhalf, p = i % qhalf;
-        float* x = qr.q + (t * qr.heads + h) * qr.width + qr.offset;
-        float* qa = r.half_split ? x + p : x + 2 * p;
-        float* qb = r.half_split ? x + p + qhalf : x + 2 * p + 1;
-        rotate_pair(qa, qb, r.inv_freq[p] * static_cast<float>(st.positions[t]),
-                    r.attention_factor);
+    if (tid < half) {
+        rotate_pair(&ka, &kb, kfreq * pos, r.attention_factor);
+        store_kv(kv, slot, kv.latent + ia, ka);
+        store_kv(kv, slot, kv.latent + ib, kb);
     }
 }
 
@@ -256,23 +304,17 @@ __device__ __forceinline__ int64_t decode_active_splits(int64_t n, int64_t split
 // Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
 // M). Each split's weight e^(m_z - M) / den is computed once, into shared memory, by the first
 // warp (at most kMaxSplits splits), and the threads then sum the splits' partials for their
-// value elements with those weights.
-// With DeviceSplits (the second decode version) only the splits that have keys are read, and a
-// row whose keys all fell to split 0 is skipped: that split wrote the output itself.
+// value elements with those weights. (The first decode version's; join_splits_kernel below is
+// the second's.)
 constexpr int kMaxSplits = 64;
-template <bool DeviceSplits>
-__global__ void combine_splits_kernel(AttnArgs a, StepView st) {
+__global__ void combine_splits_kernel(AttnArgs a, StepView) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const int64_t width = a.dv + 2;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
-    int64_t splits = a.splits;
-    if constexpr (DeviceSplits) {
-        splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1, a.splits);
-        if (splits <= 1) return;
-    }
+    const int64_t splits = a.splits;
     if (threadIdx.x < kWarp) {
         const int lane = threadIdx.x;
         float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
@@ -301,25 +343,74 @@ __global__ void combine_splits_kernel(AttnArgs a, StepView st) {
     __syncthreads();
     for (int64_t d = threadIdx.x; d < a.dv; d += blockDim.x) {
         float num = 0.0f;
-        if constexpr (DeviceSplits) {  // every split read has keys: no test, loads in flight
-#pragma unroll 8
-            for (int64_t z = 0; z < splits; ++z) num += p[z * width + d] * weight[z];
-        } else {
-            for (int64_t z = 0; z < splits; ++z)
-                if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
-        }
+        for (int64_t z = 0; z < splits; ++z)
+            if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
         a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
     }
+}
+
+// The second version's join: a block per (row, head, 128 value elements), a thread per value
+// element. Every load is issued at once (the thread's value in each split, and each warp's copy
+// of the splits' maxima and sums), so the join costs one round trip to memory; the one above,
+// 16 blocks at batch 1 walking the splits eight at a time, took about 10 us after the attention
+// (CUPTI timeline, H200). Only the splits that have keys are read, and a row whose keys all fell
+// to split 0 is skipped: that split wrote the output itself. The weights and sums are the
+// kernel above's arithmetic.
+constexpr int kJoinThreads = 128;
+__global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, StepView st) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
+    const int64_t r = blockIdx.x, h = blockIdx.y;
+    const int64_t width = a.dv + 2;
+    const float* p = a.part + (r * a.heads + h) * a.splits * width;
+    const int64_t splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1,
+                                                a.splits);
+    if (splits <= 1) return;
+    const int64_t d = int64_t(blockIdx.z) * kJoinThreads + threadIdx.x;
+    const int lane = threadIdx.x % kWarp;
+    float v[kMaxSplits];
+#pragma unroll
+    for (int z = 0; z < kMaxSplits; ++z) v[z] = z < splits && d < a.dv ? p[z * width + d] : 0.0f;
+    float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+        const int64_t z = lane + int64_t(i) * kWarp;
+        mz[i] = z < splits ? p[z * width + a.dv] : -INFINITY;
+        lz[i] = z < splits ? p[z * width + a.dv + 1] : 0.0f;
+        mx = fmaxf(mx, mz[i]);
+    }
+    mx = warp_max(mx);
+    float e[kMaxSplits / kWarp], den = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+        e[i] = mz[i] == -INFINITY ? 0.0f : expf(mz[i] - mx);
+        den += lz[i] * e[i];
+    }
+    den = warp_sum(den);
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) e[i] = e[i] / den;  // split lane + 32 i's weight
+    float num = 0.0f;
+#pragma unroll
+    for (int z = 0; z < kMaxSplits; ++z) {
+        const float wz = __shfl_sync(0xffffffffu, e[z / kWarp], z % kWarp);
+        if (z < splits) num += v[z] * wz;
+    }
+    if (d < a.dv) a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
 }
 
 // ---- Absorbed decode attention, second version (the default; MYRIAD_CUDA_ATTN=v1 for the
 // first) ----
 // The first version is bound by latency: each key waits on its own block-table lookup, its bytes
 // come in 2-byte loads, and the value loop reads the keys again one after another. Here a block
-// looks up a tile's slots at once (lane i of warp w: key w + 4i) and copies the tile's entries
+// looks up a tile's slots at once (lane i of warp w: key w + 8i) and copies the tile's entries
 // whole into shared memory with 16-byte asynchronous copies, two tiles in flight; scores,
 // softmax and values then read shared memory only, each key's bytes read from memory once.
-constexpr int kDecThreads = 128;
+// Eight warps a block: the kernel is bound by each warp's chain of dependent instructions (ncu,
+// H200, batch 1: 1.5 instructions a cycle, 9 warps active per multiprocessor, 11.7 us for 17
+// splits of 32 keys; at batch 64, 234 us a layer for 64 x 16 blocks of 34 tiles), and with four
+// warps each did twice the scores and values of a tile.
+constexpr int kDecThreads = 256;
 constexpr int kDecWarps = kDecThreads / kWarp;
 constexpr int64_t kDecMaxTile = 32;        // keys per stage: the softmax takes a lane per key
 constexpr int64_t kDecStageBytes = 20480;  // two stages and the query under 48 KB
@@ -415,12 +506,15 @@ __device__ __forceinline__ float4 load_quad(const unsigned char* entry, int q) {
 
 // Block (row, head, split): the split's keys in tiles of L.tile through shared memory. Writes
 // the normalised output when the split holds all of the row's keys, else the partial that
-// combine_splits_kernel<true> reads; a split without keys returns at once.
+// join_splits_kernel reads; a split without keys returns at once.
+// Before waiting for the previous kernel, a block looks up its first two tiles' slots and starts
+// copying the keys that earlier steps wrote (every position before the sequence's first new
+// one): no kernel of this step writes the step's inputs or those cache entries, so only the
+// queries and this step's keys wait. At batch 1 the copies then overlap the absorption of the
+// queries, where they had followed it.
 template <KvType T>
 __global__ void __launch_bounds__(kDecThreads)
     decode_attention_kernel(AttnArgs a, StepView st, DecodeLayout L) {
-    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
-    pdl_launch_dependents();
     extern __shared__ __align__(16) unsigned char dec_smem[];
     float* qs = reinterpret_cast<float*>(dec_smem);
     unsigned char* keys = dec_smem + L.key_off;
@@ -435,18 +529,15 @@ __global__ void __launch_bounds__(kDecThreads)
     const int64_t n_all = int64_t(st.positions[row]) + 1;  // causal: positions 0..pos
     const int64_t chunk = decode_chunk(n_all, a.splits);
     const int64_t k0 = int64_t(blockIdx.z) * chunk;
-    if (k0 >= n_all) return;
+    if (k0 >= n_all) {
+        pdl_wait();  // (never done before the previous kernel: pdl.cuh)
+        return;
+    }
     const int64_t k1 = k0 + chunk < n_all ? k0 + chunk : n_all;
     const int32_t* table = st.tables + st.table_begin[s];
+    const int64_t first_new = int64_t(st.ctx_len[s]) - st.q_len[s];  // this step's keys from here
 
-    // The query (latent, then rope) is copied while the first slots are looked up; it joins
-    // the first tile's group of copies.
     const int64_t latent = kv.latent, dk = latent + kv.rope;
-    const float* ql = a.q + (row * a.heads + h) * latent;
-    const float* qr = a.q_rope + (row * a.heads + h) * a.dq + a.nope;
-    for (int64_t i = tid; i < dk; i += kDecThreads)
-        cp_async4(qs + i, i < latent ? ql + i : qr + (i - latent));
-
     const int64_t eb = L.entry_bytes, nv = eb / 16;
     const int64_t tile = L.tile;
     const int32_t bs = static_cast<int32_t>(kv.block_size);
@@ -458,25 +549,37 @@ __global__ void __launch_bounds__(kDecThreads)
         const int32_t p = static_cast<int32_t>(t0 + jl);
         return int64_t(table[p / bs]) * bs + p % bs;
     };
-    auto copy = [&](int64_t t0, int64_t stage, int64_t slot) {
+    // The tile's keys at positions [lo, hi).
+    auto copy = [&](int64_t t0, int64_t stage, int64_t slot, int64_t lo, int64_t hi) {
         const int64_t cnt = k1 - t0 < tile ? k1 - t0 : tile;
         unsigned char* dst = keys + stage * tile * eb;
         int k = 0;
         for (int64_t j = warp; j < cnt; j += kDecWarps, ++k) {
             const int64_t sk = __shfl_sync(0xffffffffu, slot, k);
+            if (t0 + j < lo || t0 + j >= hi) continue;
             const unsigned char* src = static_cast<const unsigned char*>(kv.data) + sk * eb;
             for (int64_t v = lane; v < nv; v += kWarp)
                 cp_async16(dst + j * eb + 16 * v, src + 16 * v);
         }
     };
 
-    // The first two tiles' lookups together, then their copies.
+    // The first two tiles' lookups together and their old keys' copies; after the wait the
+    // query (latent, then rope) and the new keys. One group per tile keeps wait_group<1> right
+    // (the second maybe empty; the first also holds the second tile's old keys).
     const int64_t tiles = (k1 - k0 + tile - 1) / tile;
     const int64_t slot0 = lookup(k0), slot1 = tiles > 1 ? lookup(k0 + tile) : 0;
-    copy(k0, 0, slot0);
+    copy(k0, 0, slot0, 0, first_new);
+    if (tiles > 1) copy(k0 + tile, 1, slot1, 0, first_new);
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh): the queries and new keys follow it
+    pdl_launch_dependents();
+    const float* ql = a.q + (row * a.heads + h) * latent;
+    const float* qr = a.q_rope + (row * a.heads + h) * a.dq + a.nope;
+    for (int64_t i = tid; i < dk; i += kDecThreads)
+        cp_async4(qs + i, i < latent ? ql + i : qr + (i - latent));
+    copy(k0, 0, slot0, first_new, k1);
     cp_async_commit();
-    if (tiles > 1) copy(k0 + tile, 1, slot1);
-    cp_async_commit();  // (maybe empty: one group per tile keeps wait_group<1> right)
+    if (tiles > 1) copy(k0 + tile, 1, slot1, first_new, k1);
+    cp_async_commit();
 
     constexpr int64_t kPerVec = T == KvType::F32 ? 4 : (T == KvType::Bf16 ? 8 : 16);
     const int nq = static_cast<int>(latent / 4);
@@ -494,13 +597,13 @@ __global__ void __launch_bounds__(kDecThreads)
         cp_async_wait<1>();  // this tile's group (all but the latest)
         __syncthreads();     // every thread's copies visible
 
-        // Scores: warp w takes keys w, w + 4, ..., two at a time (two chains of loads).
+        // Scores: warp w takes keys w, w + 8, ..., two at a time (two chains of loads).
         for (int j = warp; j < cnt; j += 2 * kDecWarps) {
             const int j2 = j + kDecWarps < cnt ? j + kDecWarps : j;
             const uint4* e0 = reinterpret_cast<const uint4*>(buf + j * eb);
             const uint4* e1 = reinterpret_cast<const uint4*>(buf + j2 * eb);
             float d0 = 0.0f, d1 = 0.0f;
-            for (int64_t v = lane; v < nv; v += kWarp) {
+            for (int v = lane; v < static_cast<int>(nv); v += kWarp) {
                 d0 += dot16<T>(qs + v * kPerVec, e0[v]);
                 d1 += dot16<T>(qs + v * kPerVec, e1[v]);
             }
@@ -539,7 +642,7 @@ __global__ void __launch_bounds__(kDecThreads)
         }
         if (it + 2 < tiles) {
             __syncthreads();  // every warp is done with this stage before it is refilled
-            copy(t0 + 2 * tile, it & 1, slot2);
+            copy(t0 + 2 * tile, it & 1, slot2, 0, k1);
         }
         cp_async_commit();
     }
@@ -581,24 +684,44 @@ __global__ void __launch_bounds__(kDecThreads)
 // d: enough blocks and independent loads in flight for one decode token, where a block per
 // (token, head) left most multiprocessors idle and each thread walking all of d. A weight element
 // serves the tile's T tokens: with one block per token, 64 decode tokens read each head's W_k
-// 64 times from L2 (ncu, H200: 35 us a layer).
-constexpr int kAbsorbCols = 64, kAbsorbSlices = 4, kAbsorbTile = 8;
+// 64 times from L2 (ncu, H200: 35 us a layer). With one token (batch 1) and dn <= kAbsorbSlices *
+// kAbsorbHeld (128, as in every DeepSeek-V3-style checkpoint) a thread loads its weights before
+// waiting for the previous kernel, so only the queries' loads follow it. (For tiles of 8 tokens
+// the same, fully unrolled, took 85 us a layer at batch 64 against the loop's 24: CUPTI, H200.)
+constexpr int kAbsorbCols = 64, kAbsorbSlices = 4, kAbsorbTile = 8, kAbsorbHeld = 32;
 template <int T>
 __global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
     absorb_q_kernel(const float* q, int64_t tokens, int64_t heads, int64_t dq,
                     const uint16_t* kv_b, int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
-    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
-    pdl_launch_dependents();
     __shared__ float part[kAbsorbSlices][T][kAbsorbCols];
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int col = threadIdx.x % kAbsorbCols, slice = threadIdx.x / kAbsorbCols;
     const int64_t lat = int64_t(blockIdx.z) * kAbsorbCols + col;
     const uint16_t* wk = kv_b + h * (dn + dv) * latent;
+    const bool held = T == 1 && dn <= int64_t(kAbsorbSlices) * kAbsorbHeld;
+    float w[kAbsorbHeld];
+#pragma unroll
+    for (int k = 0; k < kAbsorbHeld; ++k) {
+        const int64_t d = slice + int64_t(k) * kAbsorbSlices;
+        w[k] = held && lat < latent && d < dn ? bf16_bits_to_f32(wk[d * latent + lat]) : 0.0f;
+    }
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh): the queries follow the previous kernel
+    pdl_launch_dependents();
     float acc[T];
 #pragma unroll
     for (int m = 0; m < T; ++m) acc[m] = 0.0f;
-    if (lat < latent) {
+    if (lat < latent && held) {  // d in the loop's order below
+#pragma unroll
+        for (int k = 0; k < kAbsorbHeld; ++k) {
+            const int64_t d = slice + int64_t(k) * kAbsorbSlices;
+            if (d < dn) {
+#pragma unroll
+                for (int m = 0; m < T; ++m)
+                    if (m < rows) acc[m] += q[((t0 + m) * heads + h) * dq + d] * w[k];
+            }
+        }
+    } else if (lat < latent) {
 #pragma unroll 4
         for (int64_t d = slice; d < dn; d += kAbsorbSlices) {
             const float w = bf16_bits_to_f32(wk[d * latent + lat]);
@@ -625,41 +748,58 @@ __global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
 
 // out[t, h, v] = sum_lat o_lat[t, h, lat] W_v[h, v, lat]: a warp per output value, eight
 // latent elements per lane per load, for a tile of up to T tokens (a weight load serves them
-// all, as in absorb_q_kernel).
-constexpr int kAbsorbVWarps = 8;
+// all, as in absorb_q_kernel). Latents of up to kWarp * 8 * kAbsorbVHeld elements (1024) have
+// their weights loaded before waiting for the previous kernel.
+constexpr int kAbsorbVWarps = 8, kAbsorbVHeld = 4;
 template <int T>
 __global__ void __launch_bounds__(kWarp* kAbsorbVWarps)
     absorb_v_kernel(const float* o_lat, int64_t tokens, int64_t heads, const uint16_t* kv_b,
                     int64_t dn, int64_t dv, int64_t latent, float* out) {
-    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
-    pdl_launch_dependents();
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const int64_t v = int64_t(blockIdx.z) * kAbsorbVWarps + warp;
-    if (v >= dv) return;
     const uint16_t* wv = kv_b + (h * (dn + dv) + dn + v) * latent;
+    const bool vec = latent % 8 == 0, held = vec && latent <= int64_t(kWarp) * 8 * kAbsorbVHeld;
+    uint4 wq[kAbsorbVHeld];
+#pragma unroll
+    for (int k = 0; k < kAbsorbVHeld; ++k) {
+        const int64_t i = int64_t(lane) * 8 + int64_t(k) * kWarp * 8;
+        wq[k] = held && v < dv && i < latent ? *reinterpret_cast<const uint4*>(wv + i)
+                                             : make_uint4(0, 0, 0, 0);
+    }
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh): o_lat follows the previous kernel
+    pdl_launch_dependents();
+    if (v >= dv) return;
     float acc[T];
 #pragma unroll
     for (int m = 0; m < T; ++m) acc[m] = 0.0f;
-    if (latent % 8 == 0) {
-        for (int64_t i = int64_t(lane) * 8; i < latent; i += kWarp * 8) {
-            const uint4 q = *reinterpret_cast<const uint4*>(wv + i);
-            const float w[8] = {__uint_as_float(q.x << 16), __uint_as_float(q.x & 0xffff0000u),
-                                __uint_as_float(q.y << 16), __uint_as_float(q.y & 0xffff0000u),
-                                __uint_as_float(q.z << 16), __uint_as_float(q.z & 0xffff0000u),
-                                __uint_as_float(q.w << 16), __uint_as_float(q.w & 0xffff0000u)};
+    // acc[m] += the eight weights in q · o_lat row m at latent element i.
+    auto dot8 = [&](const uint4 q, int64_t i) {
+        const float w[8] = {__uint_as_float(q.x << 16), __uint_as_float(q.x & 0xffff0000u),
+                            __uint_as_float(q.y << 16), __uint_as_float(q.y & 0xffff0000u),
+                            __uint_as_float(q.z << 16), __uint_as_float(q.z & 0xffff0000u),
+                            __uint_as_float(q.w << 16), __uint_as_float(q.w & 0xffff0000u)};
 #pragma unroll
-            for (int m = 0; m < T; ++m) {
-                if (m < rows) {
-                    const float* o = o_lat + ((t0 + m) * heads + h) * latent + i;
-                    const float4 a = *reinterpret_cast<const float4*>(o);
-                    const float4 b = *reinterpret_cast<const float4*>(o + 4);
-                    acc[m] += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + b.x * w[4] +
-                              b.y * w[5] + b.z * w[6] + b.w * w[7];
-                }
+        for (int m = 0; m < T; ++m) {
+            if (m < rows) {
+                const float* o = o_lat + ((t0 + m) * heads + h) * latent + i;
+                const float4 a = *reinterpret_cast<const float4*>(o);
+                const float4 b = *reinterpret_cast<const float4*>(o + 4);
+                acc[m] += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + b.x * w[4] +
+                          b.y * w[5] + b.z * w[6] + b.w * w[7];
             }
         }
+    };
+    if (held) {
+#pragma unroll
+        for (int k = 0; k < kAbsorbVHeld; ++k) {
+            const int64_t i = int64_t(lane) * 8 + int64_t(k) * kWarp * 8;
+            if (i < latent) dot8(wq[k], i);
+        }
+    } else if (vec) {
+        for (int64_t i = int64_t(lane) * 8; i < latent; i += kWarp * 8)
+            dot8(*reinterpret_cast<const uint4*>(wv + i), i);
     } else {
         for (int64_t i = lane; i < latent; i += kWarp) {
             const float w = bf16_bits_to_f32(wv[i]);
@@ -691,8 +831,9 @@ void rope(float* q, int64_t tokens, int64_t heads, int64_t width, int64_t offset
 void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
                   const RopeView& r, const KvView& kv, const StepView& st, const QRope& q,
                   cudaStream_t s) {
+    // (CudaOps::cache_append holds the widths to what the kernel takes.)
     if (tokens > 0)
-        launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), 128, 0, s, ckv, norm,
+        launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), kAppendThreads, 0, s, ckv, norm,
                    norm_bf16, eps, r, kv, st, q);
 }
 
@@ -757,15 +898,17 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
                            L);
                 break;
         }
-        if (a.splits > 1)
-            launch_pdl(combine_splits_kernel<true>, dim3(grid.x, grid.y), kAttnThreads, 0, s, a,
-                       st);
+        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
+            launch_pdl(join_splits_kernel,
+                       dim3(grid.x, grid.y,
+                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
+                       kJoinThreads, 0, s, a, st);
         return;
     }
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);
     launch_pdl(attention_kernel<true>, grid, kAttnThreads, smem, s, a, st);
     if (a.splits > 1)
-        launch_pdl(combine_splits_kernel<false>, dim3(grid.x, grid.y), kAttnThreads, 0, s, a, st);
+        launch_pdl(combine_splits_kernel, dim3(grid.x, grid.y), kAttnThreads, 0, s, a, st);
 }
 
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,

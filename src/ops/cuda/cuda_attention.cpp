@@ -75,6 +75,11 @@ void CudaOps::cache_append(Tensor ckv, const Weight& norm, float eps, const Rope
                  width);
     MYRIAD_CHECK(r.inv_freq.numel() * 2 == cache.rope_dim, "rope of {} dims for a cache of {}",
                  r.inv_freq.numel() * 2, cache.rope_dim);
+    // The append kernel holds a thread's latent elements and rope pair in registers.
+    MYRIAD_CHECK(cache.latent_dim <= 1024 && cache.rope_dim <= 512,
+                 "cache append: a latent of {} and rope of {} dims (the CUDA kernel takes up to "
+                 "1024 and 512)",
+                 cache.latent_dim, cache.rope_dim);
     const int64_t capacity = cache.data.dim(0) * cache.block_size;
     for (int64_t t = 0; t < ckv.dim(0); ++t)
         MYRIAD_CHECK(st.slots[t] >= 0 && st.slots[t] < capacity,

@@ -57,6 +57,7 @@ CudaOps::CudaOps(int device) : device_(device) {
     check_cuda(cudaStreamCreate(&stream_), "cudaStreamCreate");
     check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
     lt_workspace_ = DeviceBuffer(kLtWorkspace);
+    sample_edits_ = DeviceBuffer(kEditPiece * sizeof(LogitEdit));
     const char* sync = std::getenv("MYRIAD_CUDA_SYNC");
     sync_each_op_ = sync && std::strcmp(sync, "1") == 0;
     const char* exact = std::getenv("MYRIAD_CUDA_EXACT");

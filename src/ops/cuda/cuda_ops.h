@@ -209,7 +209,11 @@ class CudaOps final : public Ops {
     };
     bool graphs_enabled_ = true;
     std::map<int64_t, StepGraph> graphs_;
-    // Sampling buffers (sample()), grown on demand: never used inside a captured graph.
+    // Sampling buffers (sample()), never used inside a captured graph: sized by the engine's
+    // warm-up step (as many rows as any step samples, the sort workspace), except the logit
+    // edits, whose number has no bound worth reserving (a row's penalties cover the distinct
+    // tokens of its context): they go up through a buffer of kEditPiece, a piece at a time.
+    static constexpr size_t kEditPiece = size_t{1} << 18;
     DeviceBuffer sample_meta_, sample_edits_, sample_rows_, sample_tokens_, sample_ws_;
     // A buffer of at least `bytes` (regrown, contents dropped).
     static void* ensure(DeviceBuffer& b, size_t bytes);

@@ -27,15 +27,20 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
     check_cuda(cudaMemcpyAsync(meta, sampling.rows.data(), n * sizeof(SampleRow),
                                cudaMemcpyHostToDevice, stream_),
                "sample");
-    LogitEdit* edits = nullptr;
-    if (!sampling.edits.empty()) {
-        const size_t eb = sampling.edits.size() * sizeof(LogitEdit);
-        edits = static_cast<LogitEdit*>(ensure(sample_edits_, eb));
-        check_cuda(cudaMemcpyAsync(edits, sampling.edits.data(), eb, cudaMemcpyHostToDevice,
-                                   stream_),
-                   "sample");
+    // The edits a piece at a time through one fixed buffer (stream order keeps a piece's
+    // upload after the previous piece's kernel), each row's in the list's order.
+    const size_t n_edits = sampling.edits.size();
+    if (n_edits > 0) {
+        auto* edits = static_cast<LogitEdit*>(ensure(sample_edits_, kEditPiece * sizeof(LogitEdit)));
+        for (size_t first = 0; first < n_edits; first += kEditPiece) {
+            const size_t count = std::min(kEditPiece, n_edits - first);
+            check_cuda(cudaMemcpyAsync(edits, sampling.edits.data() + first,
+                                       count * sizeof(LogitEdit), cudaMemcpyHostToDevice, stream_),
+                       "sample");
+            cuda::apply_edits(d_logits, n, vocab, meta, edits, static_cast<int64_t>(first),
+                              static_cast<int64_t>(count), stream_);
+        }
     }
-    cuda::apply_edits(d_logits, n, vocab, meta, edits, stream_);
     auto* d_tokens = static_cast<int32_t*>(ensure(sample_tokens_, n * sizeof(int32_t)));
     cuda::argmax(d_logits, n, vocab, d_tokens, stream_);  // every row; sampled rows overwrite
     std::vector<int32_t> sorted;

@@ -247,11 +247,12 @@ void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
                  bool add, float* out, cudaStream_t s);
 
-// Sampling (sampling_kernels.cu): the rows' edits in place (host rows skipped); then, for the
-// m rows listed in `rows` (device), sorted choice into tokens[rows[j]]. The workspace holds
-// sort_workspace_bytes(m, vocab) bytes.
+// Sampling (sampling_kernels.cu): the rows' edits in place (host rows skipped), those of
+// [first, first + count) of the step's list, which `edits` holds from its element `first` (the
+// list goes up in pieces of a fixed buffer); then, for the m rows listed in `rows` (device),
+// sorted choice into tokens[rows[j]]. The workspace holds sort_workspace_bytes(m, vocab) bytes.
 void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
-                 const LogitEdit* edits, cudaStream_t s);
+                 const LogitEdit* edits, int64_t first, int64_t count, cudaStream_t s);
 size_t sort_workspace_bytes(int64_t m, int64_t vocab);
 cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
                           const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,

@@ -179,7 +179,7 @@ __global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out)
 // v1 gives each warp one column and 4-byte loads per lane; at batch 1 its gate+up launch held
 // 124 registers, two blocks per multiprocessor and ran at 610 GB/s (ncu, H200), bound by
 // latency. v2 loads 16 bytes of codes per lane (one "segment": 32 4-bit or 16 FP8 codes and
-// the scales they need), splits each column's K over tpc (4, 8 or 16) lanes that meet in a
+// the scales they need), splits each column's K over tpc (4 to 32) lanes that meet in a
 // shuffle reduction, and caps the registers so several blocks fit per multiprocessor. The rows
 // of x are staged once per block in shared memory, 2048 elements per row at a time (a round);
 // each lane's loads of a round are issued before the staging, so they overlap it.
@@ -508,10 +508,12 @@ bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
         return false;
     if (!a.table && (!seg_fits<F>(a.single) || (Glu && !seg_fits<F>(a.single_up)))) return false;
     // Lanes per column: enough that one round covers K where it can (one x staging, one
-    // reduction), at most 16 (2 columns per warp) and a round's x within kV2Chunk.
+    // reduction, one memory round trip), at most 32 (a column per warp) and a round's x within
+    // kV2Chunk. (At most 16 made BF16 products of K = 2048 take two rounds, and the shared
+    // experts' gate and up four: CUPTI, H200, batch 1.)
     const int64_t segs = a.k / E;
     int tpc_log2 = 2;
-    while ((int64_t(U) << tpc_log2) < segs && tpc_log2 < 4 && (U * E << (tpc_log2 + 1)) <= kV2Chunk)
+    while ((int64_t(U) << tpc_log2) < segs && tpc_log2 < 5 && (U * E << (tpc_log2 + 1)) <= kV2Chunk)
         ++tpc_log2;
     const int64_t cols_per_block = kV2Threads >> tpc_log2;
     const int64_t max_rows = a.max_rows;

@@ -23,7 +23,9 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
     return v > bv || (v == bv && i < bi);
 }
 
-// One warp per token; scores and choices of its experts in shared memory.
+// One warp per token; scores and choices of its experts, and the chosen ids, in shared memory
+// (the weights read the ids from there: read back from global memory, one after another, they
+// cost a round trip each, and the kernel took 7 us at batch 1 on the H200).
 __global__ void __launch_bounds__(kWarp* kRouteWarps) route_kernel(RouteArgs a) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
@@ -32,8 +34,9 @@ __global__ void __launch_bounds__(kWarp* kRouteWarps) route_kernel(RouteArgs a) 
     const int64_t t = int64_t(blockIdx.x) * kRouteWarps + warp;
     if (t >= a.tokens) return;
     const int64_t e_count = a.experts;
-    float* score = smem + warp * 2 * e_count;
+    float* score = smem + warp * (2 * e_count + a.top_k);
     float* choice = score + e_count;
+    int* chosen = reinterpret_cast<int*>(choice + e_count);
     const float* lg = a.logits + t * e_count;
     for (int64_t e = lane; e < e_count; e += kWarp) {
         const float s = 1.0f / (1.0f + expf(-lg[e]));
@@ -90,18 +93,18 @@ __global__ void __launch_bounds__(kWarp* kRouteWarps) route_kernel(RouteArgs a) 
             if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
         }
         if (lane == 0) {
-            a.ids[t * a.top_k + j] = bi;
+            chosen[j] = bi;
             choice[bi] = __uint_as_float(0x7fc00000u);
         }
         sum += score[bi];
         __syncwarp();
     }
-    if (lane == 0) {
-        for (int64_t j = 0; j < a.top_k; ++j) {
-            float w = score[a.ids[t * a.top_k + j]];
-            if (a.norm_topk_prob) w /= (sum + 1e-20f);
-            a.weights[t * a.top_k + j] = w * a.scaling;
-        }
+    for (int64_t j = lane; j < a.top_k; j += kWarp) {
+        const int id = chosen[j];
+        float w = score[id];
+        if (a.norm_topk_prob) w /= (sum + 1e-20f);
+        a.ids[t * a.top_k + j] = id;
+        a.weights[t * a.top_k + j] = w * a.scaling;
     }
 }
 
@@ -219,11 +222,14 @@ __global__ void scatter_kernel(const int32_t* ids, int64_t pairs, int64_t top_k,
 }
 
 // out[t] = sum over j in choice order of w[t, j] * y[row of (t, j)], experts held only. The
-// token's choices are read once into shared memory; four hidden elements per thread per load.
-constexpr int kCombineMaxK = 32;
-__global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
-                               const int32_t* pair_row, const uint8_t* held, int64_t top_k,
-                               bool add, float* out) {
+// token's choices are read once into shared memory; a block takes 1024 elements of the hidden
+// row (grid.y), four per thread, and loads eight choices' rows before adding any (the loads one
+// after another cost a round trip each: 4 us a layer at batch 1 on the H200).
+constexpr int kCombineMaxK = 32, kCombineThreads = 256, kCombineBatch = 8;
+__global__ void __launch_bounds__(kCombineThreads)
+    combine_kernel(const float* y, int64_t hidden, const int32_t* ids, const float* w,
+                   const int32_t* pair_row, const uint8_t* held, int64_t top_k, bool add,
+                   float* out) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     __shared__ float weight[kCombineMaxK];
@@ -235,27 +241,40 @@ __global__ void combine_kernel(const float* y, int64_t hidden, const int32_t* id
         base[threadIdx.x] = int64_t(pair_row[p]) * hidden;
     }
     __syncthreads();
+    const int64_t span = int64_t(kCombineThreads) * 4;
     if (hidden % 4 == 0) {
-        for (int64_t d = int64_t(threadIdx.x) * 4; d < hidden; d += int64_t(blockDim.x) * 4) {
-            float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int64_t j = 0; j < top_k; ++j) {
-                if (weight[j] == 0.0f) continue;  // not held here (or a zero weight)
-                const float4 v = *reinterpret_cast<const float4*>(y + base[j] + d);
-                acc.x += weight[j] * v.x;
-                acc.y += weight[j] * v.y;
-                acc.z += weight[j] * v.z;
-                acc.w += weight[j] * v.w;
+        const int64_t d = int64_t(blockIdx.y) * span + int64_t(threadIdx.x) * 4;
+        if (d >= hidden) return;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int64_t j0 = 0; j0 < top_k; j0 += kCombineBatch) {
+            float4 v[kCombineBatch];
+#pragma unroll
+            for (int u = 0; u < kCombineBatch; ++u) {
+                const int64_t j = j0 + u;
+                v[u] = j < top_k && weight[j] != 0.0f
+                           ? *reinterpret_cast<const float4*>(y + base[j] + d)
+                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
-            float4* o = reinterpret_cast<float4*>(out + t * hidden + d);
-            if (add) {  // out + acc, as add_kernel would after a plain combine
-                const float4 prev = *o;
-                acc = make_float4(prev.x + acc.x, prev.y + acc.y, prev.z + acc.z, prev.w + acc.w);
+#pragma unroll
+            for (int u = 0; u < kCombineBatch; ++u) {
+                const int64_t j = j0 + u;
+                if (j >= top_k || weight[j] == 0.0f) continue;  // not held here (or a zero weight)
+                acc.x += weight[j] * v[u].x;
+                acc.y += weight[j] * v[u].y;
+                acc.z += weight[j] * v[u].z;
+                acc.w += weight[j] * v[u].w;
             }
-            *o = acc;
         }
+        float4* o = reinterpret_cast<float4*>(out + t * hidden + d);
+        if (add) {  // out + acc, as add_kernel would after a plain combine
+            const float4 prev = *o;
+            acc = make_float4(prev.x + acc.x, prev.y + acc.y, prev.z + acc.z, prev.w + acc.w);
+        }
+        *o = acc;
         return;
     }
-    for (int64_t d = threadIdx.x; d < hidden; d += blockDim.x) {
+    for (int64_t d = int64_t(blockIdx.y) * span + threadIdx.x;
+         d < hidden && d < (int64_t(blockIdx.y) + 1) * span; d += kCombineThreads) {
         float acc = 0.0f;
         for (int64_t j = 0; j < top_k; ++j)
             if (weight[j] != 0.0f) acc += weight[j] * y[base[j] + d];
@@ -272,7 +291,7 @@ unsigned pair_grid(int64_t pairs) {
 
 void moe_route(const RouteArgs& a, cudaStream_t s) {
     if (a.tokens == 0) return;
-    const size_t smem = kRouteWarps * 2 * a.experts * sizeof(float);
+    const size_t smem = kRouteWarps * (2 * a.experts + a.top_k) * sizeof(float);
     launch_pdl(route_kernel, static_cast<unsigned>((a.tokens + kRouteWarps - 1) / kRouteWarps),
                kWarp * kRouteWarps, smem, s, a);
 }
@@ -315,9 +334,11 @@ void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts,
 void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float* w,
                  const int32_t* pair_row, const uint8_t* held, int64_t tokens, int64_t top_k,
                  bool add, float* out, cudaStream_t s) {
+    const int64_t span = int64_t(kCombineThreads) * 4;
     if (tokens > 0)
-        launch_pdl(combine_kernel, static_cast<unsigned>(tokens), 256, 0, s, y, hidden, ids, w,
-                   pair_row, held, top_k, add, out);
+        launch_pdl(combine_kernel,
+                   dim3(static_cast<unsigned>(tokens), static_cast<unsigned>((hidden + span - 1) / span)),
+                   kCombineThreads, 0, s, y, hidden, ids, w, pair_row, held, top_k, add, out);
 }
 
 }  // namespace myriad::cuda

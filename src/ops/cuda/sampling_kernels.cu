@@ -15,13 +15,17 @@ namespace {
 constexpr int kChooseThreads = 512;
 
 // One thread per row, the edits in order (they are few: a row's distinct tokens at most).
+// A piece of the list at a time: edits[e - first] for e in [first, first + count).
 __global__ void apply_edits_kernel(float* logits, int64_t rows, int64_t vocab,
-                                   const SampleRow* meta, const LogitEdit* edits) {
+                                   const SampleRow* meta, const LogitEdit* edits, int64_t first,
+                                   int64_t count) {
     const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
     if (r >= rows || meta[r].host) return;
     float* l = logits + r * vocab;
-    for (int32_t e = meta[r].edits_begin; e < meta[r].edits_end; ++e) {
-        const LogitEdit ed = edits[e];
+    const int64_t begin = meta[r].edits_begin > first ? meta[r].edits_begin : first;
+    const int64_t end = meta[r].edits_end < first + count ? meta[r].edits_end : first + count;
+    for (int64_t e = begin; e < end; ++e) {
+        const LogitEdit ed = edits[e - first];
         if (ed.token < 0 || ed.token >= vocab) continue;
         float& x = l[ed.token];
         if (ed.kind == LogitEdit::Repetition)
@@ -144,10 +148,10 @@ __global__ void __launch_bounds__(kChooseThreads)
 }  // namespace
 
 void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
-                       const LogitEdit* edits, cudaStream_t s) {
-    if (rows > 0)
+                 const LogitEdit* edits, int64_t first, int64_t count, cudaStream_t s) {
+    if (rows > 0 && count > 0)
         apply_edits_kernel<<<static_cast<unsigned>((rows + 127) / 128), 128, 0, s>>>(
-            logits, rows, vocab, meta, edits);
+            logits, rows, vocab, meta, edits, first, count);
 }
 
 size_t sort_workspace_bytes(int64_t m, int64_t vocab) {
