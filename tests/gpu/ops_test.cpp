@@ -388,15 +388,19 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     std::vector<float> o_ref(tq * heads * latent);
     cpu.mla_attention_absorbed(host(q_lat, {tq, heads, latent}), host(q, {tq, heads, dq}), nope,
                                cache.cpu, 0, seqs, 0.2f, host(o_ref, {tq, heads, latent}));
-    for (int variant : {1, 2}) {
-        SCOPED_TRACE(::testing::Message() << "attention variant " << variant);
+    // The first version, and the second with four and eight warps a block.
+    for (auto [variant, threads] : {std::pair{1, 0}, std::pair{2, 128}, std::pair{2, 256}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "attention variant " << variant << " threads " << threads);
         cuda::set_attention_variant(variant);
+        cuda::set_decode_attention_threads(threads);
         Tensor o = poisoned(DType::F32, {tq, heads, latent});
         gpu->mla_attention_absorbed(dev(q_lat, {tq, heads, latent}), dev(q, {tq, heads, dq}), nope,
                                     cache.gpu, 0, seqs, 0.2f, o);
         EXPECT_LE(rel_err(fetch(o), o_ref), tol());
     }
     cuda::set_attention_variant(0);
+    cuda::set_decode_attention_threads(0);
 }
 
 // Contexts of one to 70 keys (a split or three of the second version), of hundreds over many

@@ -406,12 +406,11 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
 // looks up a tile's slots at once (lane i of warp w: key w + 8i) and copies the tile's entries
 // whole into shared memory with 16-byte asynchronous copies, two tiles in flight; scores,
 // softmax and values then read shared memory only, each key's bytes read from memory once.
-// Eight warps a block: the kernel is bound by each warp's chain of dependent instructions (ncu,
-// H200, batch 1: 1.5 instructions a cycle, 9 warps active per multiprocessor, 11.7 us for 17
-// splits of 32 keys; at batch 64, 234 us a layer for 64 x 16 blocks of 34 tiles), and with four
-// warps each did twice the scores and values of a tile.
-constexpr int kDecThreads = 256;
-constexpr int kDecWarps = kDecThreads / kWarp;
+// Threads (128 or 256) a block: the kernel is bound by each warp's chain of dependent
+// instructions (ncu, H200, batch 1 with 4 warps: 1.5 instructions a cycle, 9 warps active per
+// multiprocessor, 11.7 us for 17 splits of 32 keys). Eight warps halve each one's share of a
+// tile where blocks are few (batch 1: 297 -> 244 us a step), four fit more blocks where they
+// are many (batch 64, 64 x 16 blocks of 34 tiles: 234 us a layer with four, 267 with eight).
 constexpr int64_t kDecMaxTile = 32;        // keys per stage: the softmax takes a lane per key
 constexpr int64_t kDecStageBytes = 20480;  // two stages and the query under 48 KB
 constexpr int64_t kDecSmemLimit = 48 * 1024;
@@ -431,18 +430,19 @@ int64_t kv_elem_bytes(KvType t) {
     return t == KvType::F32 ? 4 : (t == KvType::Bf16 ? 2 : 1);
 }
 
-DecodeLayout decode_layout(const KvView& kv) {
+DecodeLayout decode_layout(const KvView& kv, int threads) {
+    const int warps = threads / kWarp;
     DecodeLayout L;
     const int64_t dk = kv.latent + kv.rope;
     L.entry_bytes = dk * kv_elem_bytes(kv.type);
     // 16-byte copies need 16-byte entries; values are read in quads of the latent.
-    if (kv.latent < 4 || kv.latent % 4 != 0 || kv.latent > 4 * kDecThreads ||
+    if (kv.latent < 4 || kv.latent % 4 != 0 || kv.latent > 4 * threads ||
         L.entry_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(kv.data) % 16 != 0)
         return L;
     const int64_t tile =
-        std::min<int64_t>(kDecMaxTile, kDecStageBytes / L.entry_bytes) / kDecWarps * kDecWarps;
-    if (tile < kDecWarps) return L;
-    L.groups = static_cast<int32_t>(kDecThreads / (kv.latent / 4));
+        std::min<int64_t>(kDecMaxTile, kDecStageBytes / L.entry_bytes) / warps * warps;
+    if (tile < warps) return L;
+    L.groups = static_cast<int32_t>(threads / (kv.latent / 4));
     L.key_off = (dk * 4 + 15) / 16 * 16;
     L.score_off = L.key_off + 2 * tile * L.entry_bytes;
     L.prob_off = L.score_off + tile * 4;
@@ -512,9 +512,10 @@ __device__ __forceinline__ float4 load_quad(const unsigned char* entry, int q) {
 // one): no kernel of this step writes the step's inputs or those cache entries, so only the
 // queries and this step's keys wait. At batch 1 the copies then overlap the absorption of the
 // queries, where they had followed it.
-template <KvType T>
+template <KvType T, int kDecThreads>
 __global__ void __launch_bounds__(kDecThreads)
     decode_attention_kernel(AttnArgs a, StepView st, DecodeLayout L) {
+    constexpr int kDecWarps = kDecThreads / kWarp;
     extern __shared__ __align__(16) unsigned char dec_smem[];
     float* qs = reinterpret_cast<float*>(dec_smem);
     unsigned char* keys = dec_smem + L.key_off;
@@ -854,6 +855,14 @@ namespace {
 std::atomic<int> attention_variant_set{0};  // 0: MYRIAD_CUDA_ATTN decides
 }
 
+namespace {
+std::atomic<int> decode_threads_set{0};  // 0: chosen per call
+}
+
+void set_decode_attention_threads(int threads) {
+    decode_threads_set.store(threads == 128 || threads == 256 ? threads : 0);
+}
+
 void set_attention_variant(int v) {
     attention_variant_set.store(v);
 }
@@ -879,23 +888,30 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
     dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin), static_cast<unsigned>(a.heads),
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
+    // Eight warps a block while the (row, head) pairs are fewer than the multiprocessors.
+    const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
+    const int threads = decode_threads_set.load() != 0 ? decode_threads_set.load()
+                        : pairs < multiprocessors()  ? 256
+                                                     : 128;
     const DecodeLayout L = attention_variant() == 2 && a.dv == a.cache.latent
-                               ? decode_layout(a.cache)
+                               ? decode_layout(a.cache, threads)
                                : DecodeLayout{};
     if (L.tile > 0) {
         const size_t smem = static_cast<size_t>(L.bytes);
+        auto go = [&](auto kernel) { launch_pdl(kernel, grid, threads, smem, s, a, st, L); };
+        const bool wide = threads == 256;
         switch (a.cache.type) {
             case KvType::F32:
-                launch_pdl(decode_attention_kernel<KvType::F32>, grid, kDecThreads, smem, s, a, st,
-                           L);
+                wide ? go(decode_attention_kernel<KvType::F32, 256>)
+                     : go(decode_attention_kernel<KvType::F32, 128>);
                 break;
             case KvType::Bf16:
-                launch_pdl(decode_attention_kernel<KvType::Bf16>, grid, kDecThreads, smem, s, a, st,
-                           L);
+                wide ? go(decode_attention_kernel<KvType::Bf16, 256>)
+                     : go(decode_attention_kernel<KvType::Bf16, 128>);
                 break;
             case KvType::Fp8:
-                launch_pdl(decode_attention_kernel<KvType::Fp8>, grid, kDecThreads, smem, s, a, st,
-                           L);
+                wide ? go(decode_attention_kernel<KvType::Fp8, 256>)
+                     : go(decode_attention_kernel<KvType::Fp8, 128>);
                 break;
         }
         if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)

@@ -205,6 +205,9 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // 1 or 2).
 void set_attention_variant(int v);
 int attention_variant();
+// The second version's threads a block: 0 (the default) chooses by the number of (row, head)
+// pairs; tests set 128 or 256 to check both on any shape.
+void set_decode_attention_threads(int threads);
 // The split count for `pairs` (query row, head) pairs (fixed by the shape, so a captured graph
 // keeps it): at most 64, combine_splits_kernel's limit.
 int64_t attention_splits(int64_t pairs);
