@@ -43,11 +43,11 @@ std::string format_line(WeightFormat f) {
         case WeightFormat::Nvfp4:
             return "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
                    "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
-                   "expert";
+                   "expert or from 8 tokens";
         case WeightFormat::Int4Group:
             return "INT4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
                    "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
-                   "expert";
+                   "expert or from 8 tokens";
         case WeightFormat::GgufBlock:
             break;
     }

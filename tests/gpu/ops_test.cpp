@@ -655,8 +655,9 @@ TEST_P(GpuExperts, MatchCpu) {
     std::vector<float> ref(t * hidden);
     cpu.moe_experts(host(x, {t, hidden}), Tensor(ids.data(), DType::I32, {t, k}), host(w, {t, k}),
                     wc, host(ref, {t, hidden}));
-    // Past four rows per expert the tensor cores take the products, with BF16 inputs.
-    const bool mma = t * k / std::min<int64_t>(t * k, experts) > 4;
+    // Past four rows per expert, or from eight tokens, the tensor cores take the products, with
+    // BF16 inputs.
+    const bool mma = cuda::moe_tensor_cores(t, t * k / std::min<int64_t>(t * k, experts));
     // The tensor-core kernels: v1 (64-row tiles) and v2 (16-row tiles up to 16 mean rows per
     // expert, 64 past them; v1 where it cannot read the matrices).
     for (int mv : {1, 2}) {

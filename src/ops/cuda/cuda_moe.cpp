@@ -134,11 +134,12 @@ void CudaOps::run_experts(Tensor x, Tensor ids, Tensor weights,
     Tensor sorted_token = scratch(DType::I32, {pairs});
     Tensor pair_row = scratch(DType::I32, {pairs});
     // Tile height from the mean rows of an expert that has any (decode: one or two). Past four
-    // rows the tensor cores take the tiles (F32 inputs rounded to BF16, as cuBLASLt's are for
-    // the dense layers), unless MYRIAD_CUDA_EXACT asks for F32 products throughout; their
-    // kernel picks the height (16 or 64 rows).
+    // rows, or from eight tokens (moe_tensor_cores), the tensor cores take the tiles (F32 inputs
+    // rounded to BF16, as cuBLASLt's are for the dense layers), unless MYRIAD_CUDA_EXACT asks
+    // for F32 products throughout; their kernel picks the height (16 or 64 rows).
     const int64_t mean_rows = pairs / std::max<int64_t>(1, std::min(pairs, n_exp));
-    const bool mma = !exact_ && mean_rows > 4 && hidden % 32 == 0 && table.inter % 32 == 0;
+    const bool mma = !exact_ && moe_tensor_cores(t_count, mean_rows) && hidden % 32 == 0 &&
+                     table.inter % 32 == 0;
     const int32_t tile_rows = mma ? grouped_mma_tile_rows(mean_rows, table.mma_v2)
                                   : (mean_rows <= 4 ? 4 : (mean_rows <= 8 ? 8 : 16));
     const int64_t max_tiles = moe_max_tiles(pairs, n_exp, tile_rows);

@@ -581,6 +581,14 @@ int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads) {
     return mean_rows <= 16 ? 16 : 64;
 }
 
+// Past four rows an expert, and from eight tokens on: the skinny kernel's tiles of four rows take
+// a wave of blocks per few tiles (batch 32 of Moonlight, 3 rows an expert: 222 + 155 us a layer,
+// CUPTI, H200), where the 16-row tensor-core tiles take one block per tile and column block
+// (batch 64, 6 rows: 128 + 78 us).
+bool moe_tensor_cores(int64_t tokens, int64_t mean_rows) {
+    return mean_rows > 4 || tokens >= 8;
+}
+
 bool grouped_mma_fits(const SkinnyArgs& a) {
     return a.tiles && a.table && a.tile_rows > 0 && a.tile_rows <= kGroupedMmaRows &&
            a.k % kBk == 0 && a.ldx % 4 == 0;

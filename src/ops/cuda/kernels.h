@@ -116,6 +116,9 @@ bool grouped_mma_v2_reads(QFormat f, const QMatrix& w);
 // The tile height for experts of mean_rows rows: 16 up to 16 rows and 64 past them with v2,
 // kGroupedMmaRows with v1 (or matrices v2 cannot read).
 int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads);
+// Whether the routed experts of a step of `tokens` tokens, `mean_rows` (token, choice) pairs an
+// expert that has any, go to the tensor cores (BF16 inputs) rather than the skinny kernel.
+bool moe_tensor_cores(int64_t tokens, int64_t mean_rows);
 // Sets v2's shared memory limits (once; outside graph capture, as the expert tables are built).
 void grouped_mma_prepare();
 // MYRIAD_CUDA_MMA=v1 makes v1 the default; for tests: 1 v1, 2 v2 (where it applies), 0 back to
