@@ -49,6 +49,11 @@ public:
                             Tensor latent, Tensor k_rot) override;
     void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin, size_t seq_end,
                              float softmax_scale, Tensor out) override;
+    void mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                  Tensor latent, Tensor k_rot) override;
+    void mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot, const ContextPiece& piece,
+                                   float softmax_scale, Tensor out, Tensor lse,
+                                   bool first) override;
     void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
                       Tensor q_lat) override;
     void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim, const KvLayerView& cache,
