@@ -28,19 +28,22 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
     if (warm) warm_up();
 }
 
-// One step as large as the scheduler makes them: max_num_seqs - 1 one-token sequences and one
-// prefill of the remaining max_num_batched_tokens, every sequence sampled (non-greedy, so a
+// One step as large as the scheduler makes them: up to max_num_seqs - 1 one-token sequences and
+// one prefill of the remaining max_num_batched_tokens, every sequence sampled (non-greedy, so a
 // sampling backend sizes its sort workspace). Its KV goes to free blocks that the block manager
 // has not handed out: any sequence writes a slot before reading it, and the prefix cache only
-// keeps blocks that real steps filled, so nothing of it is ever read. A real step can still
-// need more scratch than this one when a prefill chunk attends to a long earlier context.
+// keeps blocks that real steps filled, so nothing of it is ever read. The prefill keeps at least
+// two tokens so that it takes the naive form: that form's context scratch is a workspace of a
+// fixed number of context tokens (ModelOptions::naive_context_tokens) taken by any step with a
+// prefill, so a prefill chunk attending to a long earlier context needs no more than this one.
 void Engine::warm_up() {
     const int64_t bs = workers_.options().kv_block_size, blocks = workers_.options().kv_blocks;
     int64_t tokens = std::min(config_.scheduler.max_num_batched_tokens, blocks * bs);
     tokens = std::min(tokens, max_model_len_);
     if (tokens < 1) return;
     // Each decode sequence takes a block; the prefill takes what its tokens need.
-    int64_t decodes = std::min(config_.scheduler.max_num_seqs, tokens) - 1;
+    int64_t decodes = std::min(config_.scheduler.max_num_seqs - 1, tokens - 2);
+    decodes = std::max<int64_t>(decodes, 0);
     while (decodes > 0 && decodes + (tokens - decodes + bs - 1) / bs > blocks) --decodes;
     StepInput st;
     BlockId next = 0;
@@ -90,7 +93,8 @@ void Engine::warm_up() {
                   "schedules) failed: {}; lower --max-num-batched-tokens or --max-num-seqs",
                   tokens, st.seqs.size(), e.what());
     }
-    log::info("warm-up: one step of {} tokens in {} sequences in {:.2f} s", tokens, st.seqs.size(),
+    log::info("warm-up: one step of {} tokens ({} decoding, a prefill of {}) in {:.2f} s", tokens,
+              decodes, tokens - decodes,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
