@@ -190,7 +190,10 @@ void DeepseekV3::plan_attention(const StepInput& step) {
 
 void DeepseekV3::naive_attention(const AttentionWeights& a, const KvLayerView& cache,
                                  const StepInput& step, Tensor q, Tensor o) {
+    // Each call gives back the scratch its ops take (the BF16 copy of lat on the GPU): pieces of
+    // a long context would otherwise add to the step's total one call at a time.
     for (const NaiveCall& call : naive_calls_) {
+        const ScratchMark mark = ops_.mark_scratch();
         const int64_t n = call.tokens(step.seqs);
         Tensor lat = naive_ws_.latent.rows(0, n), k_rot = naive_ws_.k_rot.rows(0, n);
         Tensor kv = naive_ws_.kv.rows(0, n);
@@ -205,6 +208,7 @@ void DeepseekV3::naive_attention(const AttentionWeights& a, const KvLayerView& c
             ops_.linear(lat, a.kv_b, kv);
             ops_.mla_attention_naive(q, kv, k_rot, call.seq_begin, call.seq_end, softmax_scale_, o);
         }
+        ops_.release_scratch(mark);
     }
 }
 

@@ -44,6 +44,12 @@ struct ContextPiece {
     int64_t size() const { return end - begin; }
 };
 
+// A position in a backend's step scratch (Ops::mark_scratch): its chunk count, the bytes used
+// in its last chunk and in all.
+struct ScratchMark {
+    size_t chunks = 0, used = 0, total = 0;
+};
+
 struct RouterParams {
     int64_t n_experts = 0;
     int64_t top_k = 0;
@@ -72,6 +78,12 @@ public:
     // Step-scoped scratch memory, valid until reset_scratch() (called at the start of a step).
     virtual Tensor scratch(DType dt, std::initializer_list<int64_t> dims) = 0;
     virtual void reset_scratch() = 0;
+    // Scratch taken after mark_scratch(), by the caller or inside ops, is given back by
+    // release_scratch(mark) (no tensor taken since may be used after it): a loop whose
+    // iterations each take scratch then reuses it instead of adding to the step's total. By
+    // default nothing is given back.
+    virtual ScratchMark mark_scratch() const { return {}; }
+    virtual void release_scratch(const ScratchMark& mark) { (void)mark; }
     virtual void copy_to_host(Tensor src, void* dst) = 0;
     virtual void copy_from_host(const void* src, Tensor dst) = 0;
 

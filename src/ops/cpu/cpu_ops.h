@@ -23,6 +23,8 @@ public:
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;
+    ScratchMark mark_scratch() const override { return {chunks_.size(), used_, total_used_}; }
+    void release_scratch(const ScratchMark& mark) override;
     void copy_to_host(Tensor src, void* dst) override;
     void copy_from_host(const void* src, Tensor dst) override;
 

@@ -23,6 +23,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +73,8 @@ class CudaOps final : public Ops {
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;
+    ScratchMark mark_scratch() const override { return {chunks_.size(), used_, total_used_}; }
+    void release_scratch(const ScratchMark& mark) override;
     void copy_to_host(Tensor src, void* dst) override;
     void copy_from_host(const void* src, Tensor dst) override;
 
@@ -126,6 +129,9 @@ class CudaOps final : public Ops {
     // Graphs captured so far (tests: a replayed step really was replayed).
     size_t graph_count() const { return graphs_.size(); }
     int64_t graph_replays() const { return graph_replays_; }
+    // The most scratch bytes a step has held at once so far: what the arena is sized to at the
+    // next reset (tests: a step needed no more than an earlier one).
+    size_t scratch_peak() const { return std::max(peak_, total_used_); }
     // Waits for the stream; throws naming `what` if a kernel failed.
     void synchronize(const char* what);
 
