@@ -75,8 +75,9 @@ private:
     std::shared_ptr<void> rope_storage_;
 
     // The naive form's work in the current step, the same for every layer: its calls, and a
-    // workspace of naive_context_tokens context rows taken once per step that has such calls
-    // (its size never depends on the context, so a warm-up step with a prefill reaches it).
+    // workspace of naive_context_tokens context rows taken once per step that has such calls,
+    // whatever its contexts. (The scratch ops take inside a call, in proportion to its context
+    // tokens, is given back after it: warm_up_step makes a call of the bound.)
     struct NaiveWorkspace {
         Tensor latent, k_rot, kv;  // [L, latent], [L, dr], [L, heads, dn + dv]
         Tensor lse;                // [T, heads]: a pieced sequence's rows, first q_len of them
