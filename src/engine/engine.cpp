@@ -5,6 +5,7 @@
 #include <random>
 
 #include "engine/sampler.h"
+#include "engine/warm_up_step.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/memory.h"
@@ -28,46 +29,29 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
     if (warm) warm_up();
 }
 
-// One step as large as the scheduler makes them: max_num_seqs - 1 one-token sequences and one
-// prefill of the remaining max_num_batched_tokens, every sequence sampled (non-greedy, so a
-// sampling backend sizes its sort workspace). Its KV goes to free blocks that the block manager
+// One step as large as the scheduler makes them (warm_up_step.h), every sequence sampled
+// (non-greedy, so a sampling backend sizes its sort workspace), its prefills attending to as
+// much context as one naive-form call takes. Its KV goes to free blocks that the block manager
 // has not handed out: any sequence writes a slot before reading it, and the prefix cache only
-// keeps blocks that real steps filled, so nothing of it is ever read. A real step can still
-// need more scratch than this one when a prefill chunk attends to a long earlier context.
+// keeps blocks that real steps filled, so nothing of it is ever read by a request.
 void Engine::warm_up() {
-    const int64_t bs = workers_.options().kv_block_size, blocks = workers_.options().kv_blocks;
-    int64_t tokens = std::min(config_.scheduler.max_num_batched_tokens, blocks * bs);
-    tokens = std::min(tokens, max_model_len_);
-    if (tokens < 1) return;
-    // Each decode sequence takes a block; the prefill takes what its tokens need.
-    int64_t decodes = std::min(config_.scheduler.max_num_seqs, tokens) - 1;
-    while (decodes > 0 && decodes + (tokens - decodes + bs - 1) / bs > blocks) --decodes;
-    StepInput st;
-    BlockId next = 0;
-    for (int64_t i = 0; i < decodes; ++i) {
-        SeqSlice s;
-        s.q_begin = i;
-        s.q_len = 1;
-        s.ctx_len = 1;
-        s.block_table.push_back(next);
-        st.token_ids.push_back(0);
-        st.positions.push_back(0);
-        st.slots.push_back(int64_t{next++} * bs);
-        st.logit_rows.push_back(static_cast<int32_t>(i));
-        st.seqs.push_back(std::move(s));
+    WarmUpLimits limits;
+    limits.max_num_batched_tokens = config_.scheduler.max_num_batched_tokens;
+    limits.max_num_seqs = config_.scheduler.max_num_seqs;
+    limits.max_model_len = max_model_len_;
+    limits.kv_blocks = workers_.options().kv_blocks;
+    limits.block_size = workers_.options().kv_block_size;
+    limits.naive_context_tokens = workers_.options().model.naive_context_tokens;
+    const StepInput st = warm_up_step(limits);
+    if (st.seqs.empty()) return;
+    const int64_t tokens = st.num_tokens();
+    int64_t decodes = 0, prefill_ctx = 0;
+    for (const SeqSlice& s : st.seqs) {
+        if (s.q_len == 1 && s.ctx_len == 1)
+            ++decodes;
+        else
+            prefill_ctx += s.ctx_len;
     }
-    SeqSlice prefill;
-    prefill.q_begin = decodes;
-    prefill.q_len = tokens - decodes;
-    prefill.ctx_len = prefill.q_len;
-    for (int64_t p = 0; p < prefill.q_len; ++p) {
-        if (p % bs == 0) prefill.block_table.push_back(next++);
-        st.token_ids.push_back(0);
-        st.positions.push_back(static_cast<int32_t>(p));
-        st.slots.push_back(int64_t{prefill.block_table.back()} * bs + p % bs);
-    }
-    st.logit_rows.push_back(static_cast<int32_t>(tokens - 1));
-    st.seqs.push_back(std::move(prefill));
 
     const size_t rows = st.logit_rows.size();
     std::vector<float> logits(rows * static_cast<size_t>(workers_.config().vocab_size));
@@ -90,8 +74,11 @@ void Engine::warm_up() {
                   "schedules) failed: {}; lower --max-num-batched-tokens or --max-num-seqs",
                   tokens, st.seqs.size(), e.what());
     }
-    log::info("warm-up: one step of {} tokens in {} sequences in {:.2f} s", tokens, st.seqs.size(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    log::info(
+        "warm-up: one step of {} tokens in {} sequences ({} decoding; {} prefilling {} "
+        "tokens over {} tokens of context) in {:.2f} s",
+        tokens, st.seqs.size(), decodes, st.seqs.size() - decodes, tokens - decodes, prefill_ctx,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 Engine::~Engine() {

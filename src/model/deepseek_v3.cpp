@@ -14,6 +14,9 @@ DeepseekV3::DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, 
                        Communicator& comm, ModelOptions options)
     : config_(config), ops_(ops), comm_(comm), options_(options) {
     validate_tp(config_, comm_.world());
+    MYRIAD_CHECK(options_.naive_context_tokens >= 1,
+                 "ModelOptions::naive_context_tokens is {}; it must be at least 1",
+                 options_.naive_context_tokens);
     weights_ = load_weights(config_, checkpoint, ops_, comm_.rank(), comm_.world());
     local_heads_ = config_.num_attention_heads / comm_.world();
     softmax_scale_ = compute_softmax_scale(config_);
@@ -75,6 +78,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
 
     Tensor x = ops_.scratch(DType::F32, {t_count, hidden});
     Tensor y = ops_.scratch(DType::F32, {t_count, hidden});
+    plan_attention(step);
     // Each residual add is fused with the norm that follows it; x holds the normed input of
     // the next sub-layer.
     const int64_t n_layers = config_.num_hidden_layers;
@@ -147,37 +151,65 @@ void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,
     ops_.linear(x, a.kv_a, ckv);
     ops_.mla_rope_and_append(q, dn, ckv, a.kv_a_norm, kLatentNormEps, rope_, cache);
 
-    // Sequences [0, n_absorbed) use the absorbed form, the rest the naive form.
-    const size_t n_seqs = step.seqs.size();
-    size_t n_absorbed = 0;
-    if (options_.attention == AttentionMode::Absorbed) {
-        n_absorbed = n_seqs;
-    } else if (options_.attention == AttentionMode::Auto) {
-        while (n_absorbed < n_seqs && step.seqs[n_absorbed].q_len == 1) ++n_absorbed;
-    }
     Tensor o = ops_.scratch(DType::F32, {t_count, heads, dv});
-    if (n_absorbed > 0) {
-        const SeqSlice& last = step.seqs[n_absorbed - 1];
+    if (n_absorbed_ > 0) {
+        const SeqSlice& last = step.seqs[n_absorbed_ - 1];
         const int64_t rows = last.q_begin + last.q_len;
         Tensor q_part = q.rows(0, rows);
         Tensor q_lat = ops_.scratch(DType::F32, {rows, heads, latent});
         ops_.mla_absorb_q(q_part, a.kv_b, dn, dv, q_lat);
         Tensor o_lat = ops_.scratch(DType::F32, {rows, heads, latent});
-        ops_.mla_attention_absorbed(q_lat, q_part, dn, cache, 0, n_absorbed, softmax_scale_,
+        ops_.mla_attention_absorbed(q_lat, q_part, dn, cache, 0, n_absorbed_, softmax_scale_,
                                     o_lat);
         ops_.mla_absorb_v(o_lat, a.kv_b, dn, dv, o.rows(0, rows));
     }
-    if (n_absorbed < n_seqs) {
-        int64_t ctx = 0;
-        for (size_t s = n_absorbed; s < n_seqs; ++s) ctx += step.seqs[s].ctx_len;
-        Tensor lat = ops_.scratch(DType::F32, {ctx, latent});
-        Tensor k_rot = ops_.scratch(DType::F32, {ctx, dr});
-        ops_.mla_gather_context(cache, n_absorbed, n_seqs, lat, k_rot);
-        Tensor kv = ops_.scratch(DType::F32, {ctx, heads, dn + dv});
-        ops_.linear(lat, a.kv_b, kv);
-        ops_.mla_attention_naive(q, kv, k_rot, n_absorbed, n_seqs, softmax_scale_, o);
-    }
+    if (!naive_calls_.empty()) naive_attention(a, cache, step, q, o);
     ops_.linear(o.view({t_count, heads * dv}), a.o, out);  // partial sum over this rank's heads
+}
+
+void DeepseekV3::plan_attention(const StepInput& step) {
+    // Sequences [0, n_absorbed_) use the absorbed form, the rest the naive form.
+    const size_t n_seqs = step.seqs.size();
+    n_absorbed_ = 0;
+    if (options_.attention == AttentionMode::Absorbed) {
+        n_absorbed_ = n_seqs;
+    } else if (options_.attention == AttentionMode::Auto) {
+        while (n_absorbed_ < n_seqs && step.seqs[n_absorbed_].q_len == 1) ++n_absorbed_;
+    }
+    plan_naive_calls(step.seqs, n_absorbed_, options_.naive_context_tokens, naive_calls_);
+    if (naive_calls_.empty()) return;
+    // One workspace for every layer's calls (they run one after another), of the bound's size
+    // whatever this step's contexts are.
+    const ModelConfig& c = config_;
+    const int64_t rows = options_.naive_context_tokens, heads = local_heads_;
+    naive_ws_.latent = ops_.scratch(DType::F32, {rows, c.kv_lora_rank});
+    naive_ws_.k_rot = ops_.scratch(DType::F32, {rows, c.qk_rope_head_dim});
+    naive_ws_.kv = ops_.scratch(DType::F32, {rows, heads, c.qk_nope_head_dim + c.v_head_dim});
+    naive_ws_.lse = ops_.scratch(DType::F32, {step.num_tokens(), heads});
+}
+
+void DeepseekV3::naive_attention(const AttentionWeights& a, const KvLayerView& cache,
+                                 const StepInput& step, Tensor q, Tensor o) {
+    // Each call gives back the scratch its ops take (the BF16 copy of lat on the GPU): pieces of
+    // a long context would otherwise add to the step's total one call at a time.
+    for (const NaiveCall& call : naive_calls_) {
+        const ScratchMark mark = ops_.mark_scratch();
+        const int64_t n = call.tokens(step.seqs);
+        Tensor lat = naive_ws_.latent.rows(0, n), k_rot = naive_ws_.k_rot.rows(0, n);
+        Tensor kv = naive_ws_.kv.rows(0, n);
+        if (call.pieced) {
+            const ContextPiece& p = call.piece;
+            ops_.mla_gather_context_piece(cache, p, lat, k_rot);
+            ops_.linear(lat, a.kv_b, kv);
+            Tensor lse = naive_ws_.lse.rows(0, step.seqs[p.seq].q_len);
+            ops_.mla_attention_naive_piece(q, kv, k_rot, p, softmax_scale_, o, lse, p.begin == 0);
+        } else {
+            ops_.mla_gather_context(cache, call.seq_begin, call.seq_end, lat, k_rot);
+            ops_.linear(lat, a.kv_b, kv);
+            ops_.mla_attention_naive(q, kv, k_rot, call.seq_begin, call.seq_end, softmax_scale_, o);
+        }
+        ops_.release_scratch(mark);
+    }
 }
 
 void DeepseekV3::mlp(const MlpWeights& w, Tensor x, Tensor out) {

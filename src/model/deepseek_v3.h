@@ -8,6 +8,7 @@
 #include "format/checkpoint.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/naive_context.h"
 #include "model/rope.h"
 #include "model/weights.h"
 #include "ops/ops.h"
@@ -30,6 +31,9 @@ struct ModelFaults {
 struct ModelOptions {
     AttentionMode attention = AttentionMode::Auto;
     ModelFaults faults;
+    // Context tokens one naive-form attention call gathers and expands (model/naive_context.h);
+    // longer contexts go in pieces. Tests set it small.
+    int64_t naive_context_tokens = kNaiveContextTokens;
 };
 
 class DeepseekV3 {
@@ -52,6 +56,11 @@ private:
     void check_step(const StepInput& step, const KvCache& cache) const;
     void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step,
                    Tensor x, Tensor out);
+    // Which form each sequence of the step takes, and the naive form's calls and workspace.
+    void plan_attention(const StepInput& step);
+    // The naive form for sequences [n_absorbed_, ...) of the step, the calls of naive_calls_.
+    void naive_attention(const AttentionWeights& a, const KvLayerView& cache, const StepInput& step,
+                         Tensor q, Tensor o);
     void mlp(const MlpWeights& w, Tensor x, Tensor out);
     void moe(const LayerWeights& w, Tensor x, Tensor out);
 
@@ -64,6 +73,18 @@ private:
     float softmax_scale_;
     RopeParams rope_;
     std::shared_ptr<void> rope_storage_;
+
+    // The naive form's work in the current step, the same for every layer: its calls, and a
+    // workspace of naive_context_tokens context rows taken once per step that has such calls,
+    // whatever its contexts. (The scratch ops take inside a call, in proportion to its context
+    // tokens, is given back after it: warm_up_step makes a call of the bound.)
+    struct NaiveWorkspace {
+        Tensor latent, k_rot, kv;  // [L, latent], [L, dr], [L, heads, dn + dv]
+        Tensor lse;                // [T, heads]: a pieced sequence's rows, first q_len of them
+    };
+    size_t n_absorbed_ = 0;  // sequences [0, n_absorbed_) take the absorbed form
+    std::vector<NaiveCall> naive_calls_;
+    NaiveWorkspace naive_ws_;
 };
 
 }  // namespace myriad

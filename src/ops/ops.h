@@ -36,6 +36,20 @@ struct KvLayerView {
     int64_t rope_dim = 0;
 };
 
+// One piece of one sequence's context for the naive MLA form: positions [begin, end) of step
+// sequence `seq`. A context longer than a call may gather is attended piece by piece.
+struct ContextPiece {
+    size_t seq = 0;
+    int64_t begin = 0, end = 0;
+    int64_t size() const { return end - begin; }
+};
+
+// A position in a backend's step scratch (Ops::mark_scratch): its chunk count, the bytes used
+// in its last chunk and in all.
+struct ScratchMark {
+    size_t chunks = 0, used = 0, total = 0;
+};
+
 struct RouterParams {
     int64_t n_experts = 0;
     int64_t top_k = 0;
@@ -64,6 +78,12 @@ public:
     // Step-scoped scratch memory, valid until reset_scratch() (called at the start of a step).
     virtual Tensor scratch(DType dt, std::initializer_list<int64_t> dims) = 0;
     virtual void reset_scratch() = 0;
+    // Scratch taken after mark_scratch(), by the caller or inside ops, is given back by
+    // release_scratch(mark) (no tensor taken since may be used after it): a loop whose
+    // iterations each take scratch then reuses it instead of adding to the step's total. By
+    // default nothing is given back.
+    virtual ScratchMark mark_scratch() const { return {}; }
+    virtual void release_scratch(const ScratchMark& mark) { (void)mark; }
     virtual void copy_to_host(Tensor src, void* dst) = 0;
     virtual void copy_from_host(const void* src, Tensor dst) = 0;
 
@@ -147,6 +167,21 @@ public:
     // Writes out [T, H, dv] rows of those sequences.
     virtual void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin,
                                      size_t seq_end, float softmax_scale, Tensor out) = 0;
+    // mla_gather_context for one piece of one sequence's context: latent [n, latent_dim] and
+    // k_rot [n, rope_dim] of positions [piece.begin, piece.end), n = piece.size().
+    virtual void mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                          Tensor latent, Tensor k_rot) = 0;
+    // The naive form of sequence piece.seq's rows over that piece of its context only (kv
+    // [n, H, dn + dv] and k_rot [n, dr] as gathered for it), causal by absolute position: row i
+    // (position ctx_len - q_len + i) sees the piece's keys at positions up to its own. lse
+    // [q_len, H] F32 is each row's log-sum-exp of its scaled scores over the pieces so far.
+    // first: out (the sequence's rows of [T, H, dv]) and lse are this piece's alone; otherwise
+    // the piece is merged into them (log-sum-exp weights), so pieces in any order give the whole
+    // context's result. A row that sees no key of a piece takes nothing from it: lse -inf and out
+    // 0 if it has seen no key at all.
+    virtual void mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot,
+                                           const ContextPiece& piece, float softmax_scale,
+                                           Tensor out, Tensor lse, bool first) = 0;
     // q_lat [T, H, latent] = per head W_UK[h]^T · q_nope[h], with q [T, H, dn + dr] and kv_b the
     // kv_b_proj weight [H * (dn + dv), latent].
     virtual void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,

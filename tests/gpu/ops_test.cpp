@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "gpu_test_util.h"
+#include "random_step.h"
 
 namespace myriad::testing {
 namespace {
@@ -18,35 +19,6 @@ struct SkinnyVariant {
     ~SkinnyVariant() { cuda::set_skinny_variant(0); }
 };
 constexpr int kSkinnyVariants[] = {1, 2};
-
-// One step over `lens` sequences: (q_len, ctx_len) each, KV blocks shuffled so tables are not
-// contiguous; logits wanted for each sequence's last row.
-StepInput make_step(const std::vector<std::pair<int64_t, int64_t>>& lens, int64_t block_size,
-                    int64_t num_blocks, std::mt19937& rng, int64_t vocab = 100) {
-    std::vector<BlockId> free_blocks(static_cast<size_t>(num_blocks));
-    std::iota(free_blocks.begin(), free_blocks.end(), 0);
-    std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
-    size_t next = 0;
-    StepInput st;
-    for (auto [q_len, ctx] : lens) {
-        SeqSlice s;
-        s.q_begin = st.num_tokens();
-        s.q_len = q_len;
-        s.ctx_len = ctx;
-        for (int64_t b = 0; b * block_size < ctx; ++b)
-            s.block_table.push_back(free_blocks.at(next++));
-        for (int64_t i = 0; i < q_len; ++i) {
-            const int64_t p = ctx - q_len + i;
-            st.token_ids.push_back(static_cast<TokenId>(rng() % vocab));
-            st.positions.push_back(static_cast<int32_t>(p));
-            st.slots.push_back(int64_t(s.block_table[p / block_size]) * block_size +
-                               p % block_size);
-        }
-        st.logit_rows.push_back(static_cast<int32_t>(s.q_begin + q_len - 1));
-        st.seqs.push_back(std::move(s));
-    }
-    return st;
-}
 
 TEST_F(GpuOpsTest, EmbedRmsnormAddSiluMul) {
     const int64_t vocab = 50, hidden = 64;
@@ -361,6 +333,22 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     gpu->mla_gather_context(cache.gpu, 0, seqs, lat, rot);
     EXPECT_LE(rel_err(fetch(lat), lat_ref), tol());
     EXPECT_LE(rel_err(fetch(rot), rot_ref), tol());
+    // Pieces of one sequence's context: its second half, and all of it but the first and last.
+    for (size_t s = 0; s < seqs; ++s) {
+        const int64_t c = lens[s];
+        for (ContextPiece p :
+             {ContextPiece{s, c / 2, c}, ContextPiece{s, 1, std::max<int64_t>(1, c - 1)}}) {
+            if (p.size() == 0) continue;
+            std::vector<float> pl(p.size() * latent), pr(p.size() * rope);
+            cpu.mla_gather_context_piece(cache.cpu, p, host(pl, {p.size(), latent}),
+                                         host(pr, {p.size(), rope}));
+            Tensor gl = poisoned(DType::F32, {p.size(), latent});
+            Tensor gr = poisoned(DType::F32, {p.size(), rope});
+            gpu->mla_gather_context_piece(cache.gpu, p, gl, gr);
+            EXPECT_LE(rel_err(fetch(gl), pl), tol()) << "sequence " << s << " from " << p.begin;
+            EXPECT_LE(rel_err(fetch(gr), pr), tol()) << "sequence " << s << " from " << p.begin;
+        }
+    }
 
     // Absorbed attention over the cache for the last token of each sequence (decode rows) and,
     // as AttentionMode::Absorbed does, for several rows of one sequence; a lone sequence has one
@@ -460,6 +448,74 @@ class GpuNaiveAttention : public GpuOpsTest {
         }
         cuda::set_prefill_attention_variant(0);
     }
+
+    // Sequences [seq_begin, lens.size()) each attended over its own context in pieces of
+    // `piece` tokens (the last ones first when `reverse`: the first piece a row is given may
+    // hold no key it sees), merged through lse: out and lse against the CPU's, with both
+    // kernels; the GPU's out and lse are poisoned first.
+    void attend_pieces(const std::vector<std::pair<int64_t, int64_t>>& lens, size_t seq_begin,
+                       int64_t heads, int64_t dn, int64_t dr, int64_t dv, float scale,
+                       int64_t piece, bool reverse) {
+        SCOPED_TRACE(::testing::Message()
+                     << lens.size() << " sequences from " << seq_begin << ", heads " << heads
+                     << ", nope " << dn << ", rope " << dr << ", value " << dv << ", pieces of "
+                     << piece << (reverse ? ", last first" : ""));
+        int64_t blocks = 0;
+        for (auto [q_len, ctx] : lens) blocks += (ctx + 15) / 16;
+        StepInput st = make_step(lens, 16, blocks, rng);
+        begin_step(st);
+        const int64_t t = st.num_tokens(), dq = dn + dr;
+        auto q = randn(t * heads * dq);
+        const Tensor q_dev = dev(q, {t, heads, dq});
+        struct Seq {
+            std::vector<float> kv, k_rot, lse;
+            Tensor kv_dev, k_rot_dev;
+            std::vector<ContextPiece> pieces;
+        };
+        std::vector<Seq> seqs(lens.size());
+        std::vector<float> ref(t * heads * dv, 0.0f);
+        for (size_t s = seq_begin; s < lens.size(); ++s) {
+            const int64_t ctx = lens[s].second, q_len = lens[s].first;
+            Seq& x = seqs[s];
+            x.kv = randn(ctx * heads * (dn + dv));
+            x.k_rot = randn(ctx * dr);
+            x.lse.assign(static_cast<size_t>(q_len * heads), 0.0f);
+            x.kv_dev = dev(x.kv, {ctx, heads, dn + dv});
+            x.k_rot_dev = dev(x.k_rot, {ctx, dr});
+            for (int64_t c0 = 0; c0 < ctx; c0 += piece)
+                x.pieces.push_back({s, c0, std::min(ctx, c0 + piece)});
+            if (reverse) std::reverse(x.pieces.begin(), x.pieces.end());
+            Tensor kv = host(x.kv, {ctx, heads, dn + dv}), rot = host(x.k_rot, {ctx, dr});
+            for (size_t i = 0; i < x.pieces.size(); ++i) {
+                const ContextPiece& p = x.pieces[i];
+                cpu.mla_attention_naive_piece(
+                    host(q, {t, heads, dq}), kv.rows(p.begin, p.end), rot.rows(p.begin, p.end), p,
+                    scale, host(ref, {t, heads, dv}), host(x.lse, {q_len, heads}), i == 0);
+            }
+        }
+        const int64_t r0 = st.seqs[seq_begin].q_begin;
+        const std::vector<float> want(ref.begin() + r0 * heads * dv, ref.end());
+        for (int variant : {1, 2}) {
+            SCOPED_TRACE(::testing::Message() << "prefill attention variant " << variant);
+            cuda::set_prefill_attention_variant(variant);
+            Tensor out = poisoned(DType::F32, {t, heads, dv});
+            for (size_t s = seq_begin; s < lens.size(); ++s) {
+                Seq& x = seqs[s];
+                Tensor lse = poisoned(DType::F32, {lens[s].first, heads});
+                for (size_t i = 0; i < x.pieces.size(); ++i) {
+                    const ContextPiece& p = x.pieces[i];
+                    gpu->mla_attention_naive_piece(q_dev, x.kv_dev.rows(p.begin, p.end),
+                                                   x.k_rot_dev.rows(p.begin, p.end), p, scale, out,
+                                                   lse, i == 0);
+                }
+                EXPECT_LE(rel_err(fetch(lse), x.lse), kF32Tol) << "lse of sequence " << s;
+            }
+            const auto got = fetch(out);
+            EXPECT_LE(rel_err(std::vector<float>(got.begin() + r0 * heads * dv, got.end()), want),
+                      kF32Tol);
+        }
+        cuda::set_prefill_attention_variant(0);
+    }
 };
 
 // Chunked prefill: each sequence's new rows see earlier context and themselves, causally. The
@@ -485,6 +541,28 @@ TEST_F(GpuNaiveAttention, MoonlightShape) {
     const float scale = 1.0f / std::sqrt(192.0f);
     attend({{512, 512}}, 0, 16, 128, 64, 128, scale);
     attend({{1, 300}, {100, 700}, {3, 40}, {1, 1}, {64, 64}}, 1, 16, 128, 64, 128, scale);
+}
+
+// Long contexts in pieces (Ops::mla_attention_naive_piece), merged through lse. The second
+// version's tiles are 32 rows: with q_len 70 at ctx 100 and pieces of 40 taken last first, the
+// first row tile sees no key of the first piece (zero output, lse -inf), and rows 30..39 none
+// of the piece [40, 80) while their tile's other rows do.
+TEST_F(GpuNaiveAttention, PiecesSmallShapes) {
+    for (bool reverse : {false, true}) {
+        attend_pieces({{4, 50}, {1, 9}, {20, 20}}, 0, 3, 24, 16, 20, 0.15f, 7, reverse);
+        attend_pieces({{1, 7}, {37, 100}, {70, 100}, {5, 5}}, 1, 3, 16, 8, 16, 0.2f, 40, reverse);
+        attend_pieces({{3, 12}, {2, 2}}, 0, 2, 16, 8, 16, 0.2f, 1, reverse);  // a key a piece
+        attend_pieces({{37, 90}, {3, 3}}, 0, 2, 32, 16, 256, 0.1f, 33, reverse);
+        attend_pieces({{9, 20}, {3, 3}}, 0, 2, 14, 6, 10, 0.2f, 6, reverse);  // version 1 only
+    }
+}
+
+// Moonlight's heads: a 100-token chunk after 600 tokens of context, and a decode row's context,
+// in pieces of 256.
+TEST_F(GpuNaiveAttention, PiecesMoonlightShape) {
+    const float scale = 1.0f / std::sqrt(192.0f);
+    for (bool reverse : {false, true})
+        attend_pieces({{1, 300}, {100, 700}, {1, 300}}, 1, 16, 128, 64, 128, scale, 256, reverse);
 }
 
 // Token counts around the kernels' tile of 8 (one token: a tile of one), and latent widths of one

@@ -150,9 +150,33 @@ void CpuOps::mla_gather_context(const KvLayerView& cache, size_t seq_begin, size
     MYRIAD_CHECK(row == latent.dim(0), "gathered {} context rows into {}", row, latent.dim(0));
 }
 
+void CpuOps::mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                      Tensor latent, Tensor k_rot) {
+    const auto& st = step();
+    MYRIAD_CHECK(piece.seq < st.seqs.size() && piece.begin >= 0 && piece.begin <= piece.end &&
+                     piece.end <= st.seqs[piece.seq].ctx_len,
+                 "context piece [{}, {}) of sequence {} outside the step's {} sequences or that "
+                 "sequence's context",
+                 piece.begin, piece.end, piece.seq, st.seqs.size());
+    MYRIAD_CHECK(latent.dim(0) == piece.size() && k_rot.dim(0) == piece.size(),
+                 "gather {} context rows into {} and {}", piece.size(), latent.shape_str(),
+                 k_rot.shape_str());
+    std::vector<float> tmp(static_cast<size_t>(cache.latent_dim + cache.rope_dim));
+    for (int64_t p = piece.begin; p < piece.end; ++p) {
+        const int64_t row = p - piece.begin;
+        const float* e = load_entry(cache, context_entry(cache, st.seqs[piece.seq], p), tmp.data());
+        std::memcpy(latent.ptr<float>() + row * cache.latent_dim, e,
+                    cache.latent_dim * sizeof(float));
+        std::memcpy(k_rot.ptr<float>() + row * cache.rope_dim, e + cache.latent_dim,
+                    cache.rope_dim * sizeof(float));
+    }
+}
+
 namespace {
-// softmax over scores[0..n) in place, returns nothing; as torch: subtract the max, exp, divide.
-void softmax_inplace(float* scores, int64_t n) {
+// softmax over scores[0..n) in place; returns the log-sum-exp of the scores (-inf when n is 0).
+// As torch: subtract the max, exp, divide.
+float softmax_inplace(float* scores, int64_t n) {
+    if (n == 0) return -INFINITY;
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, scores[j]);
     double sum = 0.0;
@@ -162,6 +186,7 @@ void softmax_inplace(float* scores, int64_t n) {
     }
     float inv = static_cast<float>(1.0 / sum);
     for (int64_t j = 0; j < n; ++j) scores[j] *= inv;
+    return static_cast<float>(static_cast<double>(mx) + std::log(sum));
 }
 
 struct QueryRef {
@@ -180,6 +205,30 @@ std::vector<QueryRef> query_rows(const StepInput& st, size_t seq_begin, size_t s
     }
     return refs;
 }
+
+// The naive form of one (query row, head) over n gathered context rows from `first`: o [dv] =
+// softmax(scores) · values; returns the scores' log-sum-exp (-inf and o = 0 when n is 0).
+float attend_naive(const float* qv, Tensor kv, Tensor k_rot, int64_t first, int64_t n, int64_t h,
+                   int64_t dn, float softmax_scale, std::vector<float>& scores, float* o) {
+    const int64_t heads = kv.dim(1), kv_width = kv.dim(2), dr = k_rot.dim(1), dv = kv_width - dn;
+    scores.assign(n, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+        const int64_t c = first + j;
+        const float* kn = kv.ptr<float>() + (c * heads + h) * kv_width;
+        const float* kr = k_rot.ptr<float>() + c * dr;
+        float s = 0.0f;
+        for (int64_t d = 0; d < dn; ++d) s += qv[d] * kn[d];
+        for (int64_t d = 0; d < dr; ++d) s += qv[dn + d] * kr[d];
+        scores[j] = s * softmax_scale;
+    }
+    const float lse = softmax_inplace(scores.data(), n);
+    std::fill(o, o + dv, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+        const float* v = kv.ptr<float>() + ((first + j) * heads + h) * kv_width + dn;
+        for (int64_t d = 0; d < dv; ++d) o[d] += scores[j] * v[d];
+    }
+    return lse;
+}
 }  // namespace
 
 void CpuOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin,
@@ -196,24 +245,55 @@ void CpuOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_b
             const QueryRef& ref = refs[job / heads];
             const int64_t h = job % heads;
             const int64_t n = st.positions[ref.row] + 1;  // causal: context positions 0..pos
-            const float* qv = q.ptr<float>() + (ref.row * heads + h) * dq;
-            scores.assign(n, 0.0f);
-            for (int64_t j = 0; j < n; ++j) {
-                const int64_t c = ref.ctx_base + j;
-                const float* kn = kv.ptr<float>() + (c * heads + h) * kv_width;
-                const float* kr = k_rot.ptr<float>() + c * dr;
-                float s = 0.0f;
-                for (int64_t d = 0; d < dn; ++d) s += qv[d] * kn[d];
-                for (int64_t d = 0; d < dr; ++d) s += qv[dn + d] * kr[d];
-                scores[j] = s * softmax_scale;
+            attend_naive(q.ptr<float>() + (ref.row * heads + h) * dq, kv, k_rot, ref.ctx_base, n, h,
+                         dn, softmax_scale, scores, out.ptr<float>() + (ref.row * heads + h) * dv);
+        }
+    });
+}
+
+void CpuOps::mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot, const ContextPiece& piece,
+                                       float softmax_scale, Tensor out, Tensor lse, bool first) {
+    const auto& st = step();
+    const int64_t heads = q.dim(1), dq = q.dim(2), dr = k_rot.dim(1), dn = dq - dr;
+    const int64_t dv = out.dim(2), kv_width = kv.dim(2);
+    MYRIAD_CHECK(kv_width == dn + dv, "naive attention: kv width {} != {} + {}", kv_width, dn, dv);
+    MYRIAD_CHECK(piece.seq < st.seqs.size() && piece.begin >= 0 && piece.begin <= piece.end &&
+                     piece.end <= st.seqs[piece.seq].ctx_len,
+                 "context piece [{}, {}) of sequence {} outside the step's {} sequences or that "
+                 "sequence's context",
+                 piece.begin, piece.end, piece.seq, st.seqs.size());
+    const SeqSlice& seq = st.seqs[piece.seq];
+    MYRIAD_CHECK(kv.dim(0) == piece.size() && k_rot.dim(0) == piece.size(),
+                 "naive attention piece of {} context rows with kv {} and k_rot {}", piece.size(),
+                 kv.shape_str(), k_rot.shape_str());
+    MYRIAD_CHECK(
+        lse.dtype == DType::F32 && lse.ndim == 2 && lse.dim(0) == seq.q_len && lse.dim(1) == heads,
+        "naive attention piece: lse {} is not [{}, {}] F32", lse.shape_str(), seq.q_len, heads);
+    const int64_t jobs = seq.q_len * heads;
+    pool_.parallel_for(jobs, [&](int64_t b, int64_t e) {
+        std::vector<float> scores, part(static_cast<size_t>(dv));
+        for (int64_t job = b; job < e; ++job) {
+            const int64_t i = job / heads, h = job % heads, row = seq.q_begin + i;
+            // The keys of the piece this row sees: positions [begin, min(pos + 1, end)).
+            const int64_t n = std::max<int64_t>(
+                0, std::min<int64_t>(st.positions[row] + 1, piece.end) - piece.begin);
+            float* o = out.ptr<float>() + (row * heads + h) * dv;
+            float* l = lse.ptr<float>() + i * heads + h;
+            if (first) {
+                *l = attend_naive(q.ptr<float>() + (row * heads + h) * dq, kv, k_rot, 0, n, h, dn,
+                                  softmax_scale, scores, o);
+                continue;
             }
-            softmax_inplace(scores.data(), n);
-            float* o = out.ptr<float>() + (ref.row * heads + h) * dv;
-            std::fill(o, o + dv, 0.0f);
-            for (int64_t j = 0; j < n; ++j) {
-                const float* v = kv.ptr<float>() + ((ref.ctx_base + j) * heads + h) * kv_width + dn;
-                for (int64_t d = 0; d < dv; ++d) o[d] += scores[j] * v[d];
-            }
+            const float l_new = attend_naive(q.ptr<float>() + (row * heads + h) * dq, kv, k_rot, 0,
+                                             n, h, dn, softmax_scale, scores, part.data());
+            // out = (e^l_old out + e^l_new part) / (e^l_old + e^l_new), in double.
+            const double m = std::max(*l, l_new);
+            if (m == -INFINITY) continue;  // neither has seen a key
+            const double w_old = std::exp(double(*l) - m), w_new = std::exp(double(l_new) - m);
+            const double den = w_old + w_new;
+            for (int64_t d = 0; d < dv; ++d)
+                o[d] = static_cast<float>((w_old * o[d] + w_new * part[d]) / den);
+            *l = static_cast<float>(m + std::log(den));
         }
     });
 }

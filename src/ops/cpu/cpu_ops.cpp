@@ -115,6 +115,15 @@ void CpuOps::reset_scratch() {
     total_used_ = 0;
 }
 
+// Peak bookkeeping first: the arena merged at the next reset must hold what was in use at once.
+// A chunk added since the mark holds nothing live any more, so the last one is reused from its
+// start (the rest of the mark's chunk stays unused until the reset merges them).
+void CpuOps::release_scratch(const ScratchMark& mark) {
+    peak_ = std::max(peak_, total_used_);
+    used_ = chunks_.size() == mark.chunks ? mark.used : 0;
+    total_used_ = mark.total;
+}
+
 void CpuOps::copy_to_host(Tensor src, void* dst) {
     std::memcpy(dst, src.data, src.nbytes());
 }

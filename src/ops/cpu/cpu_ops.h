@@ -23,6 +23,8 @@ public:
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;
+    ScratchMark mark_scratch() const override { return {chunks_.size(), used_, total_used_}; }
+    void release_scratch(const ScratchMark& mark) override;
     void copy_to_host(Tensor src, void* dst) override;
     void copy_from_host(const void* src, Tensor dst) override;
 
@@ -49,6 +51,11 @@ public:
                             Tensor latent, Tensor k_rot) override;
     void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin, size_t seq_end,
                              float softmax_scale, Tensor out) override;
+    void mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                  Tensor latent, Tensor k_rot) override;
+    void mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot, const ContextPiece& piece,
+                                   float softmax_scale, Tensor out, Tensor lse,
+                                   bool first) override;
     void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
                       Tensor q_lat) override;
     void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim, const KvLayerView& cache,

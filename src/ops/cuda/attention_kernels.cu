@@ -158,12 +158,13 @@ __global__ void __launch_bounds__(kAppendThreads)
     }
 }
 
-// Block (position, sequence): the cached entry as F32 rows of latent and k_rot.
-__global__ void gather_context_kernel(KvView kv, StepView st, int64_t seq_begin, float* latent,
-                                      float* k_rot) {
-    const int64_t s = seq_begin + blockIdx.y, p = blockIdx.x;
+// Block (position pos_begin + x, sequence): the cached entry as F32 rows of latent and k_rot.
+// (Several sequences come with pos_begin 0; a piece of one sequence's context with any.)
+__global__ void gather_context_kernel(KvView kv, StepView st, int64_t seq_begin, int64_t pos_begin,
+                                      float* latent, float* k_rot) {
+    const int64_t s = seq_begin + blockIdx.y, p = pos_begin + blockIdx.x;
     if (p >= st.ctx_len[s]) return;
-    const int64_t row = st.ctx_prefix[s] - st.ctx_prefix[seq_begin] + p;
+    const int64_t row = st.ctx_prefix[s] - st.ctx_prefix[seq_begin] + p - pos_begin;
     const int64_t slot = context_slot(kv, st, s, p);
     for (int64_t i = threadIdx.x; i < kv.latent + kv.rope; i += blockDim.x) {
         const float v = load_kv(kv, slot, i);
@@ -199,6 +200,13 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
         k0 = int64_t(blockIdx.z) * chunk;
         n = k0 + chunk < n_all ? k0 + chunk : n_all;
     }
+    // A piece of the naive form's context (a.lse set): keys [ctx_begin, min(pos + 1, ctx_end)),
+    // the piece's first key in kv row 0; maybe none.
+    const bool piece = !Absorbed && a.lse != nullptr;
+    if (piece) {
+        k0 = a.ctx_begin;
+        n = n_all < a.ctx_end ? n_all : a.ctx_end;
+    }
     const int64_t dk = Absorbed ? a.cache.latent + a.cache.rope : a.dq;
     float* qs = smem;
     for (int64_t i = threadIdx.x; i < dk; i += blockDim.x) {
@@ -210,13 +218,26 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
             qs[i] = a.q[(row * a.heads + h) * a.dq + i];
     }
     __syncthreads();
-    const int64_t ctx_base = Absorbed ? 0 : st.ctx_prefix[s] - st.ctx_prefix[a.seq_begin];
+    const int64_t ctx_base =
+        Absorbed ? 0 : st.ctx_prefix[s] - st.ctx_prefix[a.seq_begin] - (piece ? k0 : 0);
     const int64_t kv_width = a.nope + a.dv;  // naive kv rows
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
 
     float m = -INFINITY, l = 0.0f, acc[kMaxVPerThread];
 #pragma unroll
     for (int i = 0; i < kMaxVPerThread; ++i) acc[i] = 0.0f;
+    // The earlier pieces' normalised output with their log-sum-exp as the running max: the
+    // running sum is then 1.
+    const int64_t lse_at = piece ? (row - st.q_begin[s]) * a.heads + h : 0;
+    if (piece && a.accumulate && a.lse[lse_at] != -INFINITY) {
+        m = a.lse[lse_at];
+        l = 1.0f;
+#pragma unroll
+        for (int i = 0; i < kMaxVPerThread; ++i) {
+            const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
+            if (d < a.dv) acc[i] = a.out[(row * a.heads + h) * a.dv + d];
+        }
+    }
 
     for (int64_t t0 = k0; t0 < n; t0 += kTile) {
         const int64_t cnt = n - t0 < kTile ? n - t0 : kTile;
@@ -280,12 +301,14 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
         }
         return;
     }
-    const float inv = 1.0f / l;
+    // (A piece's row that has seen no key yet: out 0, lse -inf.)
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
     for (int i = 0; i < kMaxVPerThread; ++i) {
         const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
         if (d < a.dv) a.out[(row * a.heads + h) * a.dv + d] = acc[i] * inv;
     }
+    if (piece && threadIdx.x == 0) a.lse[lse_at] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
 // The second decode version's splits: a split takes a multiple of 8 keys and at least
@@ -839,10 +862,12 @@ void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_
 }
 
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,
-                    int64_t max_ctx, float* latent, float* k_rot, cudaStream_t s) {
-    if (seq_end <= seq_begin || max_ctx == 0) return;
-    dim3 grid(static_cast<unsigned>(max_ctx), static_cast<unsigned>(seq_end - seq_begin));
-    gather_context_kernel<<<grid, 128, 0, s>>>(kv, st, seq_begin, latent, k_rot);
+                    int64_t pos_begin, int64_t pos_end, float* latent, float* k_rot,
+                    cudaStream_t s) {
+    if (seq_end <= seq_begin || pos_end <= pos_begin) return;
+    dim3 grid(static_cast<unsigned>(pos_end - pos_begin),
+              static_cast<unsigned>(seq_end - seq_begin));
+    gather_context_kernel<<<grid, 128, 0, s>>>(kv, st, seq_begin, pos_begin, latent, k_rot);
 }
 
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s) {

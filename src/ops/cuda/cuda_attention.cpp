@@ -108,15 +108,22 @@ void CudaOps::mla_gather_context(const KvLayerView& cache, size_t seq_begin, siz
                  "gather {} context rows into {} and {}", rows, latent.shape_str(),
                  k_rot.shape_str());
     cuda::gather_context(kv_view(cache), step_view(), static_cast<int64_t>(seq_begin),
-                         static_cast<int64_t>(seq_end), max_ctx, latent.ptr<float>(),
+                         static_cast<int64_t>(seq_end), 0, max_ctx, latent.ptr<float>(),
                          k_rot.ptr<float>(), stream_);
     check("mla_gather_context");
 }
 
-void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin,
-                                  size_t seq_end, float softmax_scale, Tensor out) {
-    const auto& seqs = step().seqs;
-    if (seq_begin >= seq_end) return;
+namespace {
+void check_piece(const StepInput& st, const ContextPiece& p) {
+    MYRIAD_CHECK(p.seq < st.seqs.size() && p.begin >= 0 && p.begin <= p.end &&
+                     p.end <= st.seqs[p.seq].ctx_len,
+                 "context piece [{}, {}) of sequence {} outside the step's {} sequences or that "
+                 "sequence's context",
+                 p.begin, p.end, p.seq, st.seqs.size());
+}
+
+// The naive form's arguments common to whole sequences and pieces.
+AttnArgs naive_args(Tensor q, Tensor kv, Tensor k_rot, float softmax_scale, Tensor out) {
     AttnArgs a;
     a.q = q.ptr<float>();
     a.heads = q.dim(1);
@@ -129,11 +136,32 @@ void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_
     MYRIAD_CHECK(a.dv <= kMaxValueDim, "attention value width {} above {}", a.dv, kMaxValueDim);
     a.kv = kv.ptr<float>();
     a.k_rot = k_rot.ptr<float>();
+    a.scale = softmax_scale;
+    a.out = out.ptr<float>();
+    return a;
+}
+}  // namespace
+
+void CudaOps::mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                       Tensor latent, Tensor k_rot) {
+    check_piece(step(), piece);
+    MYRIAD_CHECK(latent.dim(0) == piece.size() && k_rot.dim(0) == piece.size(),
+                 "gather {} context rows into {} and {}", piece.size(), latent.shape_str(),
+                 k_rot.shape_str());
+    const auto s = static_cast<int64_t>(piece.seq);
+    cuda::gather_context(kv_view(cache), step_view(), s, s + 1, piece.begin, piece.end,
+                         latent.ptr<float>(), k_rot.ptr<float>(), stream_);
+    check("mla_gather_context_piece");
+}
+
+void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin,
+                                  size_t seq_end, float softmax_scale, Tensor out) {
+    const auto& seqs = step().seqs;
+    if (seq_begin >= seq_end) return;
+    AttnArgs a = naive_args(q, kv, k_rot, softmax_scale, out);
     a.row_begin = seqs[seq_begin].q_begin;
     a.row_end = seqs[seq_end - 1].q_begin + seqs[seq_end - 1].q_len;
     a.seq_begin = static_cast<int64_t>(seq_begin);
-    a.scale = softmax_scale;
-    a.out = out.ptr<float>();
     int64_t max_q_len = 0;
     for (size_t s = seq_begin; s < seq_end; ++s) max_q_len = std::max(max_q_len, seqs[s].q_len);
     if (prefill_attention_variant() != 2 ||
@@ -141,6 +169,35 @@ void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_
                                  max_q_len, stream_))
         cuda::attention_naive(a, step_view(), stream_);
     check("mla_attention_naive");
+}
+
+// Both kernels take a piece as they take one whole sequence, with the keys limited to the
+// piece's positions and the softmax started from the carried (lse, out).
+void CudaOps::mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot,
+                                        const ContextPiece& piece, float softmax_scale, Tensor out,
+                                        Tensor lse, bool first) {
+    const auto& st = step();
+    check_piece(st, piece);
+    const SeqSlice& seq = st.seqs[piece.seq];
+    MYRIAD_CHECK(kv.dim(0) == piece.size() && k_rot.dim(0) == piece.size(),
+                 "naive attention piece of {} context rows with kv {} and k_rot {}", piece.size(),
+                 kv.shape_str(), k_rot.shape_str());
+    MYRIAD_CHECK(lse.dtype == DType::F32 && lse.ndim == 2 && lse.dim(0) == seq.q_len &&
+                     lse.dim(1) == q.dim(1),
+                 "naive attention piece: lse {} is not [{}, {}] F32", lse.shape_str(), seq.q_len,
+                 q.dim(1));
+    AttnArgs a = naive_args(q, kv, k_rot, softmax_scale, out);
+    a.row_begin = seq.q_begin;
+    a.row_end = seq.q_begin + seq.q_len;
+    a.seq_begin = static_cast<int64_t>(piece.seq);
+    a.ctx_begin = piece.begin;
+    a.ctx_end = piece.end;
+    a.lse = lse.ptr<float>();
+    a.accumulate = !first;
+    if (prefill_attention_variant() != 2 ||
+        !cuda::attention_prefill(a, step_view(), 1, seq.q_len, stream_))
+        cuda::attention_naive(a, step_view(), stream_);
+    check("mla_attention_naive_piece");
 }
 
 void CudaOps::mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,

@@ -23,6 +23,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +73,8 @@ class CudaOps final : public Ops {
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;
+    ScratchMark mark_scratch() const override { return {chunks_.size(), used_, total_used_}; }
+    void release_scratch(const ScratchMark& mark) override;
     void copy_to_host(Tensor src, void* dst) override;
     void copy_from_host(const void* src, Tensor dst) override;
 
@@ -102,6 +105,11 @@ class CudaOps final : public Ops {
                             Tensor latent, Tensor k_rot) override;
     void mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_begin, size_t seq_end,
                              float softmax_scale, Tensor out) override;
+    void mla_gather_context_piece(const KvLayerView& cache, const ContextPiece& piece,
+                                  Tensor latent, Tensor k_rot) override;
+    void mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot, const ContextPiece& piece,
+                                   float softmax_scale, Tensor out, Tensor lse,
+                                   bool first) override;
     void mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
                       Tensor q_lat) override;
     void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim, const KvLayerView& cache,
@@ -121,6 +129,9 @@ class CudaOps final : public Ops {
     // Graphs captured so far (tests: a replayed step really was replayed).
     size_t graph_count() const { return graphs_.size(); }
     int64_t graph_replays() const { return graph_replays_; }
+    // The most scratch bytes a step has held at once so far: what the arena is sized to at the
+    // next reset (tests: a step needed no more than an earlier one).
+    size_t scratch_peak() const { return std::max(peak_, total_used_); }
     // Waits for the stream; throws naming `what` if a kernel failed.
     void synchronize(const char* what);
 

@@ -165,8 +165,12 @@ struct QRope {
 void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_bf16, float eps,
                   const RopeView& r, const KvView& kv, const StepView& st, const QRope& q,
                   cudaStream_t s);
+// Context positions [pos_begin, pos_end) of sequences [seq_begin, seq_end) (each clipped to
+// its ctx_len) as F32 rows of latent and k_rot, sequence after sequence: the whole contexts
+// (pos_begin 0, pos_end the longest), or a piece of one sequence's.
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,
-                    int64_t max_ctx, float* latent, float* k_rot, cudaStream_t s);
+                    int64_t pos_begin, int64_t pos_end, float* latent, float* k_rot,
+                    cudaStream_t s);
 // Flash-style attention with an online softmax, one block per (query row, head), causal by
 // position. Naive form: keys kv[c, h, :dn] ++ k_rot[c], values kv[c, h, dn:]; absorbed form:
 // keys cache latent ++ rope, values the latent, read from the paged cache.
@@ -187,6 +191,13 @@ struct AttnArgs {
     // block's unnormalised values, running max and sum, combined by a second kernel.
     int64_t splits = 1;
     float* part = nullptr;
+    // Naive form, one piece of one sequence's context (when lse is set): kv and k_rot hold
+    // context positions [ctx_begin, ctx_end) of sequence seq_begin; lse [q_len, H] carries each
+    // row's log-sum-exp between pieces, read with `out` when `accumulate` (Ops::
+    // mla_attention_naive_piece).
+    int64_t ctx_begin = 0, ctx_end = 0;
+    float* lse = nullptr;
+    bool accumulate = false;
 };
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // The naive (prefill) form's second version (prefill_attention.cu): a block per 32 query rows of

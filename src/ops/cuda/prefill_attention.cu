@@ -86,7 +86,21 @@ __global__ void __launch_bounds__(kThreads)
         pos[i] = st.positions[row0 + (r < rows ? r : 0)];
     }
     __syncthreads();
-    const int64_t n = n_keys_s;
+    // A piece of the context (a.lse set): keys [ctx_begin, min(max position + 1, ctx_end)), the
+    // piece's first key in kv row 0 (one sequence: ctx_base is 0); maybe none. Key index k below
+    // is position c0 + k.
+    const bool piece = a.lse != nullptr;
+    const int64_t c0 = piece ? a.ctx_begin : 0;
+    const int64_t n = piece ? (n_keys_s < a.ctx_end ? n_keys_s : a.ctx_end) - c0 : n_keys_s;
+    // No row of the tile sees a key of the piece (the whole block returns).
+    if (piece && n <= 0) {
+        if (a.accumulate) return;  // out and lse stand
+        for (int i = tid; i < rows * dv4; i += kThreads)
+            *reinterpret_cast<float4*>(a.out + ((row0 + i / dv4) * a.heads + h) * a.dv +
+                                       4 * (i % dv4)) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (tid < rows) a.lse[(tile * kRows + tid) * a.heads + h] = -INFINITY;
+        return;
+    }
 
     // Warp w copies rows w, w + 4, ...; lane c the row's float4 c, c + 32, ...; rows past the
     // sequence's rows or the tile's keys are zeroed (a zero value row times a zero probability
@@ -143,6 +157,25 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int g = 0; g < VQ; ++g) acc[i][g] = zero;
     }
+    // The earlier pieces' normalised output with their log-sum-exp as the running max: the
+    // running sum is then 1, held by the row's first thread (the others' partial sums are 0).
+    if (piece && a.accumulate) {
+#pragma unroll
+        for (int i = 0; i < kRowsPer; ++i) {
+            const int r = kRowsPer * tr + i;
+            if (r >= rows) continue;
+            const float carried = a.lse[(tile * kRows + r) * a.heads + h];
+            if (carried == -INFINITY) continue;
+            m[i] = carried;
+            l[i] = tc == 0 ? 1.0f : 0.0f;
+            const float* o = a.out + ((row0 + r) * a.heads + h) * a.dv;
+#pragma unroll
+            for (int g = 0; g < VQ; ++g) {
+                const int qd = tc + kKeyGroups * g;
+                if (Full || qd < dv4) acc[i][g] = *reinterpret_cast<const float4*>(o + 4 * qd);
+            }
+        }
+    }
 
     for (int64_t t0 = 0; t0 < n; t0 += kKeys) {
         const int64_t cnt = n - t0 < kKeys ? n - t0 : kKeys;
@@ -188,21 +221,24 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int j = 0; j < kKeysPer; ++j) {
                 const int64_t key = t0 + tc + kKeyGroups * j;
-                sc[i][j] = key <= pos[i] ? sc[i][j] * a.scale : -INFINITY;
+                sc[i][j] = key < n && c0 + key <= pos[i] ? sc[i][j] * a.scale : -INFINITY;
                 mx = fmaxf(mx, sc[i][j]);
             }
 #pragma unroll
             for (int o = kKeyGroups / 2; o > 0; o >>= 1)
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-            // Key 0 is in every row's first tile, so m_new is finite from the first tile on.
+            // Whole sequences: key 0 is in every row's first tile, so m_new is finite from the
+            // first tile on. A piece's row may have seen no key yet: m_new -inf, and exponents
+            // taken from 0 instead (corr and p are 0 then, not NaN).
             const float m_new = fmaxf(m[i], mx);
-            const float corr = expf(m[i] - m_new);
+            const float m_base = m_new == -INFINITY ? 0.0f : m_new;
+            const float corr = expf(m[i] - m_base);
             m[i] = m_new;
             float sum = 0.0f;
             float* prow = ps + (kRowsPer * tr + i) * kProbLd;
 #pragma unroll
             for (int j = 0; j < kKeysPer; ++j) {
-                const float p = expf(sc[i][j] - m_new);
+                const float p = expf(sc[i][j] - m_base);
                 sum += p;
                 prow[tc + kKeyGroups * j] = p;
             }
@@ -256,7 +292,9 @@ __global__ void __launch_bounds__(kThreads)
         for (int o = kKeyGroups / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
         const int r = kRowsPer * tr + i;
         if (r >= rows) continue;
-        const float inv = 1.0f / sum;
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // (a piece's row that saw no key: 0)
+        if (piece && tc == 0)
+            a.lse[(tile * kRows + r) * a.heads + h] = sum > 0.0f ? m[i] + logf(sum) : -INFINITY;
         float* o = a.out + ((row0 + r) * a.heads + h) * a.dv;
 #pragma unroll
         for (int g = 0; g < VQ; ++g) {
