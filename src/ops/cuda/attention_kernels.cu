@@ -330,6 +330,33 @@ __device__ __forceinline__ int64_t decode_active_splits(int64_t n, int64_t split
 // value elements with those weights. (The first decode version's; join_splits_kernel below is
 // the second's.)
 constexpr int kMaxSplits = 64;
+
+// Lane `lane`'s share of the weights e^(m_z - M) / sum_z l_z e^(m_z - M) of a row and head's
+// splits (their partials at p, `width` floats apart, m and l after the dv values): w[i] for split
+// lane + 32 i, 0 past `splits`. A whole warp calls it.
+__device__ __forceinline__ void split_weights(const float* p, int64_t width, int64_t dv,
+                                              int64_t splits, int lane,
+                                              float w[kMaxSplits / kWarp]) {
+    float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+        const int64_t z = lane + int64_t(i) * kWarp;
+        mz[i] = z < splits ? p[z * width + dv] : -INFINITY;
+        lz[i] = z < splits ? p[z * width + dv + 1] : 0.0f;
+        mx = fmaxf(mx, mz[i]);
+    }
+    mx = warp_max(mx);
+    float den = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
+        w[i] = mz[i] == -INFINITY ? 0.0f : expf(mz[i] - mx);
+        den += lz[i] * w[i];
+    }
+    den = warp_sum(den);
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / kWarp; ++i) w[i] = w[i] / den;
+}
 __global__ void combine_splits_kernel(AttnArgs a, StepView) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
@@ -340,27 +367,12 @@ __global__ void combine_splits_kernel(AttnArgs a, StepView) {
     const int64_t splits = a.splits;
     if (threadIdx.x < kWarp) {
         const int lane = threadIdx.x;
-        float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
-        float mx = -INFINITY;
+        float w[kMaxSplits / kWarp];
+        split_weights(p, width, a.dv, splits, lane, w);
 #pragma unroll
         for (int i = 0; i < kMaxSplits / kWarp; ++i) {
             const int64_t z = lane + int64_t(i) * kWarp;
-            mz[i] = z < splits ? p[z * width + a.dv] : -INFINITY;
-            lz[i] = z < splits ? p[z * width + a.dv + 1] : 0.0f;
-            mx = fmaxf(mx, mz[i]);
-        }
-        mx = warp_max(mx);
-        float e[kMaxSplits / kWarp], den = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
-            e[i] = mz[i] == -INFINITY ? 0.0f : expf(mz[i] - mx);
-            den += lz[i] * e[i];
-        }
-        den = warp_sum(den);
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
-            const int64_t z = lane + int64_t(i) * kWarp;
-            if (z < splits) weight[z] = e[i] / den;
+            if (z < splits) weight[z] = w[i];
         }
     }
     __syncthreads();
@@ -394,25 +406,8 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
     float v[kMaxSplits];
 #pragma unroll
     for (int z = 0; z < kMaxSplits; ++z) v[z] = z < splits && d < a.dv ? p[z * width + d] : 0.0f;
-    float mz[kMaxSplits / kWarp], lz[kMaxSplits / kWarp];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
-        const int64_t z = lane + int64_t(i) * kWarp;
-        mz[i] = z < splits ? p[z * width + a.dv] : -INFINITY;
-        lz[i] = z < splits ? p[z * width + a.dv + 1] : 0.0f;
-        mx = fmaxf(mx, mz[i]);
-    }
-    mx = warp_max(mx);
-    float e[kMaxSplits / kWarp], den = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kMaxSplits / kWarp; ++i) {
-        e[i] = mz[i] == -INFINITY ? 0.0f : expf(mz[i] - mx);
-        den += lz[i] * e[i];
-    }
-    den = warp_sum(den);
-#pragma unroll
-    for (int i = 0; i < kMaxSplits / kWarp; ++i) e[i] = e[i] / den;  // split lane + 32 i's weight
+    float e[kMaxSplits / kWarp];  // split lane + 32 i's weight
+    split_weights(p, width, a.dv, splits, lane, e);
     float num = 0.0f;
 #pragma unroll
     for (int z = 0; z < kMaxSplits; ++z) {
