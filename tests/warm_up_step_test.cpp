@@ -27,6 +27,7 @@ int64_t check_step(const StepInput& st, const WarmUpLimits& w) {
         EXPECT_GE(s.ctx_len, s.q_len);
         EXPECT_LE(s.ctx_len, w.max_model_len);
         EXPECT_GE(static_cast<int64_t>(s.block_table.size()) * bs, s.ctx_len);
+        for (BlockId b : s.block_table) EXPECT_LT(int64_t{b}, w.kv_blocks);
         if (s.q_len == 1 && first_naive == static_cast<size_t>(&s - st.seqs.data())) ++first_naive;
         for (int64_t i = 0; i < s.q_len; ++i) {
             const int64_t r = s.q_begin + i, pos = s.ctx_len - s.q_len + i;
@@ -105,6 +106,19 @@ TEST(WarmUpStep, FitsTheCache) {
         check_step(warm_up_step(w), w);
     }
     EXPECT_TRUE(warm_up_step(limits(0, 4, 4096, 64, 16)).seqs.empty());
+}
+
+// The block tables come padded to what max_num_seqs sequences of max_model_len contexts (and a
+// block ahead) can hold, so that the backend's staging of a step's inputs never grows later.
+TEST(WarmUpStep, BlockTablesAsLongAsRealSteps) {
+    for (const auto& w : {limits(2048, 256, 32768, 4096, 8192), limits(3, 4, 4096, 64, 16),
+                          limits(2048, 64, 320, 20, 8192)}) {
+        const StepInput st = warm_up_step(w);
+        int64_t entries = 0;
+        for (const SeqSlice& s : st.seqs) entries += static_cast<int64_t>(s.block_table.size());
+        EXPECT_GE(entries, w.max_num_seqs * ((w.max_model_len + 15) / 16 + 1));
+        check_step(st, w);
+    }
 }
 
 }  // namespace

@@ -23,8 +23,10 @@ struct WarmUpLimits {
 // budgets allow: the largest naive-form call a step makes, whose kv_b_proj product takes scratch
 // in proportion to its context. k is 1 unless one context of max_model_len cannot reach that.
 // Context before a prefill's new tokens is read, never written: its block-table entries repeat
-// the sequence's first new block. Each sequence's last row is a logit row. No sequences when no
-// token fits.
+// the sequence's first new block. The block tables are then padded (their last block repeated,
+// past every position the step reads) to max_num_seqs tables of a max_model_len context, so that
+// a backend's staging of the step's inputs is as large as any real step's. Each sequence's last
+// row is a logit row. No sequences when no token fits.
 StepInput warm_up_step(const WarmUpLimits& limits);
 
 }  // namespace myriad
