@@ -910,9 +910,8 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
     // Eight warps a block while the (row, head) pairs are fewer than the multiprocessors.
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
-    const int threads = decode_threads_set.load() != 0 ? decode_threads_set.load()
-                        : pairs < multiprocessors()  ? 256
-                                                     : 128;
+    const int forced = decode_threads_set.load();
+    const int threads = forced != 0 ? forced : (pairs < multiprocessors() ? 256 : 128);
     const DecodeLayout L = attention_variant() == 2 && a.dv == a.cache.latent
                                ? decode_layout(a.cache, threads)
                                : DecodeLayout{};

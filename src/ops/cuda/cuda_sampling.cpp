@@ -31,7 +31,7 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
     // upload after the previous piece's kernel), each row's in the list's order.
     const size_t n_edits = sampling.edits.size();
     if (n_edits > 0) {
-        auto* edits = static_cast<LogitEdit*>(ensure(sample_edits_, kEditPiece * sizeof(LogitEdit)));
+        auto* edits = static_cast<LogitEdit*>(sample_edits_.data());  // sized at construction
         for (size_t first = 0; first < n_edits; first += kEditPiece) {
             const size_t count = std::min(kEditPiece, n_edits - first);
             check_cuda(cudaMemcpyAsync(edits, sampling.edits.data() + first,
