@@ -100,7 +100,9 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
     p.lines.push_back(fmt::format(
         "attention: MLA prefill, and absorbed decode over the paged latent cache in {}",
         kv == DType::F8_E4M3 ? "FP8 e4m3 (dequantised in the kernel)"
-                             : (kv == DType::F32 ? "F32" : "BF16")));
+                             : (kv == DType::F32 ? "F32"
+                                                 : "BF16 (tensor cores, 16 heads a block, from "
+                                                   "two such blocks a step)")));
     p.lines.push_back("MoE routing: one kernel (sigmoid, bias, group-limited top-k)");
     return p;
 }

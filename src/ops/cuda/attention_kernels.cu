@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ops/cuda/decode_splits.cuh"
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/pdl.cuh"
@@ -289,7 +290,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
     }
     if (Absorbed && a.splits > 1) {  // unnormalised, with the running max and sum
         float* p =
-            a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * (a.dv + 2);
+            a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * a.part_stride;
 #pragma unroll
         for (int i = 0; i < kMaxVPerThread; ++i) {
             const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
@@ -309,19 +310,6 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
         if (d < a.dv) a.out[(row * a.heads + h) * a.dv + d] = acc[i] * inv;
     }
     if (piece && threadIdx.x == 0) a.lse[lse_at] = l > 0.0f ? m + logf(l) : -INFINITY;
-}
-
-// The second decode version's splits: a split takes a multiple of 8 keys and at least
-// kMinSplitKeys, so a short context leaves the later splits empty. This is decided here, on the
-// device, because a captured graph keeps the host's split count while the context grows.
-constexpr int64_t kMinSplitKeys = 32;
-__device__ __forceinline__ int64_t decode_chunk(int64_t n, int64_t splits) {
-    const int64_t c = ((n + splits - 1) / splits + 7) / 8 * 8;
-    return c > kMinSplitKeys ? c : kMinSplitKeys;
-}
-__device__ __forceinline__ int64_t decode_active_splits(int64_t n, int64_t splits) {
-    const int64_t c = decode_chunk(n, splits);
-    return (n + c - 1) / c;
 }
 
 // Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
@@ -362,7 +350,7 @@ __global__ void combine_splits_kernel(AttnArgs a, StepView) {
     pdl_launch_dependents();
     __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
-    const int64_t width = a.dv + 2;
+    const int64_t width = a.part_stride;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
     const int64_t splits = a.splits;
     if (threadIdx.x < kWarp) {
@@ -396,7 +384,7 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     const int64_t r = blockIdx.x, h = blockIdx.y;
-    const int64_t width = a.dv + 2;
+    const int64_t width = a.part_stride;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
     const int64_t splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1,
                                                 a.splits);
@@ -415,6 +403,60 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
         if (z < splits) num += v[z] * wz;
     }
     if (d < a.dv) a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
+}
+
+// The join for many rows (the third version's): a block per (row, head), a thread per four
+// value elements (16-byte loads; part rows are 16-byte aligned). The block above per (row,
+// head, 128 elements) made 4,096 blocks at batch 64 with four splits, about six waves of
+// dependent loads: 25 us a layer (CUPTI, H200), as long as the attention. Here 1,024 blocks
+// fit about one wave, and the first eight splits' values are loaded before the weights are
+// known.
+constexpr int kWideJoinThreads = 128, kWideJoinBatch = 8;
+__global__ void __launch_bounds__(kWideJoinThreads) join_splits_wide_kernel(AttnArgs a,
+                                                                            StepView st) {
+    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
+    pdl_launch_dependents();
+    __shared__ float weight[kMaxSplits];
+    const int64_t r = blockIdx.x, h = blockIdx.y;
+    const int64_t width = a.part_stride;
+    const float* p = a.part + (r * a.heads + h) * a.splits * width;
+    const int64_t splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1,
+                                                a.splits);
+    if (splits <= 1) return;
+    const int tid = threadIdx.x;
+    const int64_t quads = a.dv / 4;
+    float4 v[kWideJoinBatch];
+    auto load = [&](int64_t z0, int64_t q) {
+#pragma unroll
+        for (int j = 0; j < kWideJoinBatch; ++j)
+            v[j] = z0 + j < splits && q < quads
+                       ? *reinterpret_cast<const float4*>(p + (z0 + j) * width + 4 * q)
+                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    };
+    load(0, tid);
+    if (tid < kWarp) {
+        float e[kMaxSplits / kWarp];
+        split_weights(p, width, a.dv, splits, tid, e);
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / kWarp; ++i) weight[tid + i * kWarp] = e[i];
+    }
+    __syncthreads();
+    for (int64_t q = tid; q < quads; q += kWideJoinThreads) {
+        if (q != tid) load(0, q);
+        float4 num = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int64_t z0 = 0; z0 < splits; z0 += kWideJoinBatch) {
+            if (z0 > 0) load(z0, q);
+#pragma unroll
+            for (int j = 0; j < kWideJoinBatch; ++j) {
+                const float wz = z0 + j < splits ? weight[z0 + j] : 0.0f;
+                num.x += v[j].x * wz;
+                num.y += v[j].y * wz;
+                num.z += v[j].z * wz;
+                num.w += v[j].w * wz;
+            }
+        }
+        *reinterpret_cast<float4*>(a.out + ((a.row_begin + r) * a.heads + h) * a.dv + 4 * q) = num;
+    }
 }
 
 // ---- Absorbed decode attention, second version (the default; MYRIAD_CUDA_ATTN=v1 for the
@@ -689,7 +731,7 @@ __global__ void __launch_bounds__(kDecThreads)
         return;
     }
     float* part =
-        a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * (a.dv + 2);
+        a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * a.part_stride;
 #pragma unroll
     for (int i = 0; i < 4; ++i) part[4 * quad + i] = acc[i] * vs;
     if (tid == 0) {
@@ -891,28 +933,58 @@ int attention_variant() {
     if (const int v = attention_variant_set.load()) return v;
     static const int from_env = [] {
         const char* e = std::getenv("MYRIAD_CUDA_ATTN");
-        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
+        if (!e) return 0;
+        return std::strcmp(e, "v1") == 0 ? 1 : (std::strcmp(e, "v2") == 0 ? 2 : 3);
     }();
     return from_env;
 }
 
-int64_t attention_splits(int64_t pairs) {
+// Whether the third version runs: where it takes the shape, when chosen, or by default from two
+// blocks of 16 heads (batch 2 of Moonlight: 501 tok/s against the second's 475); at batch 1
+// its 16 blocks took 10.9 us a layer against the second's 9.0 over 256 (CUPTI, H200).
+bool use_mma(const AttnArgs& a) {
+    const int v = attention_variant();
+    if ((v != 0 && v != 3) || !decode_mma_takes(a)) return false;
+    return v == 3 || (a.row_end - a.row_begin) * ((a.heads + 15) / 16) >= 2;
+}
+
+int64_t attention_splits(const AttnArgs& a) {
+    const int64_t rows = a.row_end - a.row_begin;
+    if (use_mma(a)) return decode_mma_splits(rows, a.heads);
     // About four blocks per multiprocessor. The second version may take more splits, since it
     // leaves those past a short context empty.
-    const int64_t most = attention_variant() == 2 ? 32 : 16;
+    const int64_t pairs = rows * a.heads;
+    const int64_t most = attention_variant() == 1 ? 16 : 32;
     const int64_t want = 4 * multiprocessors() / (pairs > 1 ? pairs : 1);
     return want < 1 ? 1 : (want > most ? most : want);
 }
 
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
+    const auto join = [&] {
+        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
+            launch_pdl(join_splits_kernel,
+                       dim3(static_cast<unsigned>(a.row_end - a.row_begin),
+                            static_cast<unsigned>(a.heads),
+                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
+                       kJoinThreads, 0, s, a, st);
+    };
+    if (use_mma(a)) {
+        attention_absorbed_mma(a, st, s);
+        if (a.splits > 1)  // decode_mma_takes: dv a multiple of 64
+            launch_pdl(join_splits_wide_kernel,
+                       dim3(static_cast<unsigned>(a.row_end - a.row_begin),
+                            static_cast<unsigned>(a.heads)),
+                       kWideJoinThreads, 0, s, a, st);
+        return;
+    }
     dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin), static_cast<unsigned>(a.heads),
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
     // Eight warps a block while the (row, head) pairs are fewer than the multiprocessors.
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
     const int forced = decode_threads_set.load();
     const int threads = forced != 0 ? forced : (pairs < multiprocessors() ? 256 : 128);
-    const DecodeLayout L = attention_variant() == 2 && a.dv == a.cache.latent
+    const DecodeLayout L = attention_variant() != 1 && a.dv == a.cache.latent
                                ? decode_layout(a.cache, threads)
                                : DecodeLayout{};
     if (L.tile > 0) {
@@ -933,11 +1005,7 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
                      : go(decode_attention_kernel<KvType::Fp8, 128>);
                 break;
         }
-        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
-            launch_pdl(join_splits_kernel,
-                       dim3(grid.x, grid.y,
-                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
-                       kJoinThreads, 0, s, a, st);
+        join();
         return;
     }
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);

@@ -246,10 +246,11 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     // Few (row, head) pairs (small decode batches): split the keys over several blocks each so
     // about four blocks per multiprocessor run (fixed by the shape: a captured graph keeps it).
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
-    a.splits = attention_splits(pairs);
+    a.splits = attention_splits(a);
     Tensor part;
     if (a.splits > 1) {
-        part = scratch(DType::F32, {pairs * a.splits * (a.dv + 2)});
+        a.part_stride = (a.dv + 2 + 3) / 4 * 4;
+        part = scratch(DType::F32, {pairs * a.splits * a.part_stride});
         a.part = part.ptr<float>();
     }
     cuda::attention_absorbed(a, step_view(), stream_);

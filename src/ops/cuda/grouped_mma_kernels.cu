@@ -15,6 +15,7 @@
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/mma.cuh"
 #include "ops/cuda/quant_load.cuh"
 
 namespace myriad::cuda {
@@ -28,15 +29,6 @@ constexpr int kThreads = 128;  // 2 x 2 warps of 32 x 32 outputs
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return uint32_t(f32_to_bf16_bits(lo)) | (uint32_t(f32_to_bf16_bits(hi)) << 16);
-}
-
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Stages 16 consecutive K elements of weight row `col` (zeros past the matrix) as BF16.
@@ -213,9 +205,6 @@ __device__ __forceinline__ int swz_w(int row, int c) {
     return F == QFormat::Bf16 ? c ^ (row & 1) : c;
 }
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 // Copies `bytes` (0..16) of src and zeros the rest of the 16 at dst.
 __device__ __forceinline__ void cp16(void* dst, const void* src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)),
@@ -226,10 +215,6 @@ __device__ __forceinline__ void cp4(void* dst, const void* src, int bytes) {
                  "l"(__cvta_generic_to_global(src)), "r"(bytes));
 }
 
-__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-}
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
     const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),
                                      *reinterpret_cast<const __nv_bfloat162*>(&b));

@@ -187,10 +187,12 @@ struct AttnArgs {
     float scale = 1.0f;
     float* out = nullptr;  // [T, H, dv]
     // Absorbed form: each (row, head) split over `splits` blocks of keys (flash decoding) when
-    // rows x heads alone would leave the GPU idle; `part` [T, H, splits, dv + 2] holds each
-    // block's unnormalised values, running max and sum, combined by a second kernel.
+    // rows x heads alone would leave the GPU idle; `part` [T, H, splits, part_stride] holds
+    // each block's unnormalised values, running max and sum (at dv, dv + 1), combined by a
+    // second kernel. part_stride: dv + 2 rounded up to 4 floats (16-byte rows).
     int64_t splits = 1;
     float* part = nullptr;
+    int64_t part_stride = 0;
     // Naive form, one piece of one sequence's context (when lse is set): kv and k_rot hold
     // context positions [ctx_begin, ctx_end) of sequence seq_begin; lse [q_len, H] carries each
     // row's log-sum-exp between pieces, read with `out` when `accumulate` (Ops::
@@ -213,18 +215,25 @@ void set_prefill_attention_variant(int v);
 int prefill_attention_variant();
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
-// through shared memory, splits sized on the device (the default; cache layouts it does not
-// handle run version 1).
-// MYRIAD_CUDA_ATTN=v1|v2 sets the default; set_attention_variant(0) returns to it (tests set
-// 1 or 2).
+// through shared memory, splits sized on the device (cache layouts it does not handle run
+// version 1); 3, the tensor cores with 16 heads a block (decode_attention_mma.cu; other caches
+// and shapes run version 2). 0, the default: 3 from two blocks of it (rows x head groups), else 2.
+// MYRIAD_CUDA_ATTN=v1|v2|v3 sets the variant; set_attention_variant(0) returns to the default or
+// the environment's (tests set 1, 2 or 3).
 void set_attention_variant(int v);
 int attention_variant();
 // The second version's threads a block: 0 (the default) chooses by the number of (row, head)
 // pairs; tests set 128 or 256 to check both on any shape.
 void set_decode_attention_threads(int threads);
-// The split count for `pairs` (query row, head) pairs (fixed by the shape, so a captured graph
-// keeps it): at most 64, combine_splits_kernel's limit.
-int64_t attention_splits(int64_t pairs);
+// The split count of each (query row, head) pair of `a` (every field but `part` and `splits`
+// set; fixed by the shape, so a captured graph keeps it): at most 32, for the kernel that runs.
+int64_t attention_splits(const AttnArgs& a);
+// The third version (decode_attention_mma.cu): whether it takes a's cache and shape (a BF16
+// cache, latent a multiple of 64 up to 512, 16-byte aligned rows), its splits for `rows` query
+// rows of `heads` heads, and its launch (the join of splits is the caller's).
+bool decode_mma_takes(const AttnArgs& a);
+int64_t decode_mma_splits(int64_t rows, int64_t heads);
+void attention_absorbed_mma(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // q_lat[t, h, l] = sum_d q[t, h, d] kv_b[h (dn + dv) + d, l] (kv_b BF16 [H (dn + dv), latent]).
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
               int64_t dn, int64_t dv, int64_t latent, float* q_lat, cudaStream_t s);
