@@ -117,12 +117,20 @@ TEST(PlanKv, BytesPerTokenAndReserves) {
     EXPECT_EQ(kv_bytes_per_token(c, DType::F8_E4M3), 35136);
     PlanOptions o;
     // 2 bytes * 8192 tokens * (3*7168 + 64/8*(192+128) + 576 + 2*max(18432, 8*2048)/8)
-    // + 4 bytes * 256 sequences * 163840/8 logits.
-    const int64_t act8 =
-        2 * 8192 * (3 * 7168 + 8 * 320 + 576 + 2 * 18432 / 8) + 4 * 256 * 163840 / 8;
+    // + 4 bytes * 256 sequences * 163840/8 logits
+    // + the naive attention's workspace: 8192 context rows of 4 * (512 + 64 + 8 * (128 + 128))
+    //   bytes, a BF16 latent copy 2 * 8192 * 512, and 4 * 8192 tokens * 8 heads of log-sum-exp.
+    const int64_t naive8 = 4 * 8192 * (512 + 64 + 8 * 256) + 2 * 8192 * 512 + 4 * 8192 * 8;
+    const int64_t act8 = 2 * 8192 * (3 * 7168 + 8 * 320 + 576 + 2 * 18432 / 8) +
+                         4 * 256 * 163840 / 8 + naive8;
     EXPECT_EQ(activation_bytes(c, o, 8, 1), act8);
+    const int64_t naive1 = 4 * 8192 * (512 + 64 + 64 * 256) + 2 * 8192 * 512 + 4 * 8192 * 64;
     EXPECT_EQ(activation_bytes(c, o, 1, 8),
-              2 * 8192 * (3 * 7168 + 64 * 320 + 576 + 2 * 18432) + 4 * 256 * 163840);
+              2 * 8192 * (3 * 7168 + 64 * 320 + 576 + 2 * 18432) + 4 * 256 * 163840 + naive1);
+    // A smaller naive bound (ModelOptions::naive_context_tokens) shrinks only that workspace.
+    o.naive_context_tokens = 1024;
+    EXPECT_EQ(activation_bytes(c, o, 8, 1),
+              act8 - (4 * 7168 * (512 + 64 + 8 * 256) + 2 * 7168 * 512));
 }
 
 struct Acceptance {

@@ -60,7 +60,12 @@ int64_t activation_bytes(const ModelConfig& c, const PlanOptions& o, int tp, int
     const int64_t per_token = 3 * c.hidden_size +
                               c.num_attention_heads / split * (c.qk_head_dim() + c.v_head_dim) +
                               c.kv_lora_rank + c.qk_rope_head_dim + 2 * ffn / split;
-    return 2 * o.max_batched_tokens * per_token + 4 * o.max_num_seqs * c.vocab_size / split;
+    const int64_t heads = c.num_attention_heads / split, L = o.naive_context_tokens;
+    const int64_t naive = 4 * L * (c.kv_lora_rank + c.qk_rope_head_dim +
+                                   heads * (c.qk_nope_head_dim + c.v_head_dim)) +
+                          2 * L * c.kv_lora_rank + 4 * o.max_batched_tokens * heads;
+    return 2 * o.max_batched_tokens * per_token + 4 * o.max_num_seqs * c.vocab_size / split +
+           naive;
 }
 
 Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions& o) {

@@ -6,6 +6,11 @@
 //   activations = 2 bytes * T * (3*hidden + heads/tp * (qk_head_dim + v_head_dim)
 //                                + kv_lora_rank + qk_rope_head_dim + 2*ffn/tp)
 //                 + 4 bytes * max_num_seqs * vocab/tp                          (F32 logits)
+//                 + 4 bytes * L * (kv_lora_rank + qk_rope_head_dim
+//                                  + heads/tp * (qk_nope_head_dim + v_head_dim))
+//                 + 2 bytes * L * kv_lora_rank + 4 bytes * T * heads/tp
+//                   (the naive attention's fixed workspace: L = naive_context_tokens context
+//                   rows in F32, a BF16 copy of their latent on the GPU, each row's log-sum-exp)
 //     T = max_batched_tokens (one prefill chunk), ffn = max(intermediate_size,
 //     num_experts_per_tok * moe_intermediate_size): the widest MLP activation of a token
 //     (EP layouts: heads and ffn are not divided, a rank may receive every routed token);
@@ -24,6 +29,7 @@
 
 #include "model/kv_cache.h"
 #include "model/model_config.h"
+#include "model/naive_context.h"
 #include "plan/gpu_spec.h"
 #include "plan/weight_inventory.h"
 
@@ -35,6 +41,7 @@ struct PlanOptions {
     int64_t concurrency = 1;  // sequences at once
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // auto: FP8 when the checkpoint says so
     int64_t max_batched_tokens = 8192;
+    int64_t naive_context_tokens = kNaiveContextTokens;  // ModelOptions::naive_context_tokens
     int64_t max_num_seqs = 256;
     int64_t block_size = 64;
     int64_t workspace_bytes = int64_t{1} << 30;
