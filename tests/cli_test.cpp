@@ -41,6 +41,25 @@ TEST(Cli, GenerateIsTheSameAtEveryTensorParallelSize) {
     EXPECT_EQ(std::count(first.begin(), first.end(), ','), 11) << first;
 }
 
+// --naive-context-tokens reaches the model: prefill attention over contexts longer than it goes in
+// pieces (here 5 tokens a piece over chunks of 8 prompt tokens) and gives the same tokens; 0 is
+// refused naming the flag.
+TEST(Cli, NaiveContextTokensSplitsPrefillAttentionWithTheSameTokens) {
+    std::string ids = "3840,3843,17";
+    for (int i = 0; i < 37; ++i) ids += "," + std::to_string(100 + 7 * i);
+    const std::string cmd = "--quiet generate " + kShipped + " --prompt-ids " + ids +
+                            " --max-tokens 8 --temperature 0 --ids --max-num-batched-tokens 8";
+    Result whole = run_myriad(cmd);
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    Result pieces = run_myriad(cmd + " --naive-context-tokens 5");
+    ASSERT_EQ(pieces.status, 0) << pieces.err;
+    EXPECT_EQ(pieces.out, whole.out);
+    EXPECT_EQ(std::count(whole.out.begin(), whole.out.end(), ','), 7) << whole.out;
+    Result bad = run_myriad(cmd + " --naive-context-tokens 0");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("--naive-context-tokens"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
     Result r = run_myriad("--quiet generate " + kShipped + " --prompt-ids 3840,3843,17 "
                           "--max-tokens 4 --temperature 0 --ids");

@@ -22,6 +22,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("--max-num-seqs", f.max_num_seqs, "sequences running at once (default 64)");
     app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
                    "token budget of a step; prompts longer are prefilled in chunks (default 2048)");
+    app.add_option("--naive-context-tokens", f.naive_context_tokens,
+                   fmt::format("context tokens one prefill attention call gathers; longer contexts "
+                               "go in pieces. Sizes a fixed workspace (4 bytes x this x (latent + "
+                               "rope + heads x (nope + value)) per GPU; default {})",
+                               kNaiveContextTokens));
 }
 
 void check_engine_flags(const EngineFlags& f) {
@@ -32,6 +37,8 @@ void check_engine_flags(const EngineFlags& f) {
     if (f.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", f.max_num_seqs);
     if (f.max_num_batched_tokens < 1)
         bad_input("--max-num-batched-tokens {} must be at least 1", f.max_num_batched_tokens);
+    if (f.naive_context_tokens < 1)
+        bad_input("--naive-context-tokens {} must be at least 1", f.naive_context_tokens);
 }
 
 LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const EngineSizing& s,
@@ -53,6 +60,7 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     wo.device = choose_device(f.device, f.tp, m.config, *m.checkpoint, &device_note);
     if (!device_note.empty()) log::info("{}", device_note);
     wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
+    wo.model.naive_context_tokens = f.naive_context_tokens;
     const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;
     wo.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks
                                    : std::max(context, f.max_num_seqs * s.seq_tokens) /

@@ -14,6 +14,7 @@
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
+#include "model/naive_context.h"
 
 namespace myriad::cli {
 
@@ -24,9 +25,11 @@ struct EngineFlags {
     std::string kv_cache_dtype = "auto";
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
+    int64_t naive_context_tokens = kNaiveContextTokens;
 };
 
-// Registers --tp, --device, --threads, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens.
+// Registers --tp, --device, --threads, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens,
+// --naive-context-tokens.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
