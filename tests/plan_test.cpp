@@ -297,6 +297,36 @@ TEST(PlanCli, JsonShapeAndGpusAuto) {
     EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
 }
 
+// The serving sizes given to `myriad plan` reach the activation reserve; bad ones exit 2.
+TEST(PlanCli, ServingSizesSetTheActivationReserve) {
+    const std::string model = config_dir("kimi-k2.5-nvfp4");
+    const ModelConfig c = load_model_config(model);
+    auto r = testing::run_myriad("plan " + model +
+                                 " --gpus 8x96GB --json --max-num-seqs 64 "
+                                 "--max-num-batched-tokens 2048 --naive-context-tokens 1024");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    PlanOptions o;
+    o.max_num_seqs = 64;
+    o.max_batched_tokens = 2048;
+    o.naive_context_tokens = 1024;
+    int checked = 0;
+    for (const auto& l : j["layouts"]) {
+        const int tp = l["tp"].get<int>(), ep = l["ep"].get<int>();
+        EXPECT_EQ(l["activation_bytes"].get<int64_t>(), activation_bytes(c, o, tp, ep))
+            << "tp " << tp << " ep " << ep;
+        EXPECT_LT(l["activation_bytes"].get<int64_t>(), activation_bytes(c, PlanOptions{}, tp, ep));
+        ++checked;
+    }
+    EXPECT_GE(checked, 4);
+    for (const char* flag : {"--max-num-seqs", "--max-num-batched-tokens",
+                             "--naive-context-tokens"}) {
+        r = testing::run_myriad("plan " + model + " --gpus 8x96GB " + flag + " 0");
+        EXPECT_EQ(r.status, 2) << flag;
+        EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    }
+}
+
 }  // namespace myriad::plan
 
 // A GGUF model (its splits together): every GGUF tensor the forward pass reads counts once, at

@@ -22,12 +22,19 @@ struct PlanArgs {
     int64_t context = 0;
     int64_t concurrency = 1;
     std::string kv_cache_dtype = "auto";
+    plan::PlanOptions sizes;  // max_num_seqs, max_batched_tokens, naive_context_tokens
     bool json = false;
 };
 
 int run_plan(const PlanArgs& a) {
     if (a.context < 0) bad_input("--context {} must be positive", a.context);
     if (a.concurrency < 1) bad_input("--concurrency {} must be at least 1", a.concurrency);
+    if (a.sizes.max_num_seqs < 1)
+        bad_input("--max-num-seqs {} must be at least 1", a.sizes.max_num_seqs);
+    if (a.sizes.max_batched_tokens < 1)
+        bad_input("--max-num-batched-tokens {} must be at least 1", a.sizes.max_batched_tokens);
+    if (a.sizes.naive_context_tokens < 1)
+        bad_input("--naive-context-tokens {} must be at least 1", a.sizes.naive_context_tokens);
     const KvCacheDtype kv = parse_kv_cache_dtype(a.kv_cache_dtype);
     PlanModel m = load_plan_model(a.model);
     GpuChoice g = choose_gpus(a.gpus);
@@ -36,6 +43,9 @@ int run_plan(const PlanArgs& a) {
     o.context = a.context;
     o.concurrency = a.concurrency;
     o.kv_cache_dtype = kv;
+    o.max_num_seqs = a.sizes.max_num_seqs;
+    o.max_batched_tokens = a.sizes.max_batched_tokens;
+    o.naive_context_tokens = a.sizes.naive_context_tokens;
     const plan::Plan p = plan::make_plan(m.config, m.weights, o);
     plan::PlanSubject s{m.name, &m.config, &m.weights, m.predicted ? &*m.predicted : nullptr,
                         g.gpus, g.source};
@@ -81,6 +91,16 @@ Run add_plan(CLI::App& app) {
                    "tokens per sequence (default: the model's max_position_embeddings)");
     app.add_option("--concurrency", a->concurrency, "sequences at once (default 1)");
     app.add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto, bf16 or fp8 (default auto)");
+    app.add_option("--max-num-seqs", a->sizes.max_num_seqs,
+                   fmt::format("sequences a step may hold, for the logits reserve (default {})",
+                               a->sizes.max_num_seqs));
+    app.add_option("--max-num-batched-tokens", a->sizes.max_batched_tokens,
+                   fmt::format("tokens a step may hold, for the activation reserve (default {})",
+                               a->sizes.max_batched_tokens));
+    app.add_option("--naive-context-tokens", a->sizes.naive_context_tokens,
+                   fmt::format("context tokens one prefill attention call gathers, for its "
+                               "workspace (default {})",
+                               a->sizes.naive_context_tokens));
     app.add_flag("--json", a->json, "print the plan as JSON");
     return [a] { return run_plan(*a); };
 }
