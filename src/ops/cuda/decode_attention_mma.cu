@@ -1,17 +1,18 @@
-// Absorbed MLA decode attention on the tensor cores, heads grouped (the third version, the
-// default for a BF16 cache). Every head of a query row attends over the same latent cache
-// entries, so a block takes 16 heads of one row (the M of mma.sync m16n8k16) and one split of
-// its keys: each key's entry crosses from memory into shared memory once for the 16 heads, where
-// the second version copied it once per head (batch 64, Moonlight: 16 reads of each entry, 234
-// us a layer, 36 % of a step). Scores S = Q K^T and the values O += P V are mma products, BF16
-// in and F32 accumulate; the online softmax runs between them in F32.
+// Absorbed MLA decode attention on the tensor cores, heads grouped (the third version; the
+// default for a BF16 cache where a step makes two blocks or more). Every head of a query row
+// attends over the same latent cache entries, so a block takes 16 heads of one row (the M of
+// mma.sync m16n8k16) and one split of its keys: each key's entry crosses from memory into shared
+// memory once for the 16 heads, where the second version copied it once per head (batch 64,
+// Moonlight: 16 reads of each entry, 234 us a layer, 36 % of a step). Scores S = Q K^T and the
+// values O += P V are mma products, BF16 in and F32 accumulate (queries and weights as hi + lo
+// BF16 parts); the online softmax runs between them in F32.
 //
-// A block: 4 warps, the 16 heads' queries as BF16 in shared memory (latent then rope, heads
-// past the model's zero), two stages of 32 keys copied with cp.async (the old keys' copies
-// before the PDL wait, as the second version). Per tile: warp w computes the scores of keys
-// 8w..8w+7 for all 16 heads; the softmax (thread: head t / 8, 4 keys) writes the weights as
-// BF16; warp w then accumulates latent columns [w latent / 4, (w + 1) latent / 4) of the 16
-// heads' values. Partials go to the second version's join (join_splits_kernel).
+// A block: 4 warps, two stages of 32 keys copied with cp.async (the old keys' copies before the
+// PDL wait, as the second version). Warp w holds the queries' fragments for a quarter of the
+// entry's width in registers; per tile it computes all 32 keys' partial scores over that
+// quarter, the softmax (thread: head t / 8, 4 keys) sums the four parts and writes the weights,
+// and warp w then accumulates latent columns [w latent / 4, (w + 1) latent / 4) of the 16 heads'
+// values. Partials go to join_splits_wide_kernel (attention_kernels.cu).
 #include <algorithm>
 #include <atomic>
 
