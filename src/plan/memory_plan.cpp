@@ -57,10 +57,9 @@ int64_t activation_bytes(const ModelConfig& c, const PlanOptions& o, int tp, int
     const int64_t split = ep > 1 ? 1 : tp;
     const int64_t ffn =
         std::max(c.intermediate_size, c.num_experts_per_tok * c.moe_intermediate_size);
-    const int64_t per_token = 3 * c.hidden_size +
-                              c.num_attention_heads / split * (c.qk_head_dim() + c.v_head_dim) +
-                              c.kv_lora_rank + c.qk_rope_head_dim + 2 * ffn / split;
     const int64_t heads = c.num_attention_heads / split, L = o.naive_context_tokens;
+    const int64_t per_token = 3 * c.hidden_size + heads * (c.qk_head_dim() + c.v_head_dim) +
+                              c.kv_lora_rank + c.qk_rope_head_dim + 2 * ffn / split;
     const int64_t naive = 4 * L * (c.kv_lora_rank + c.qk_rope_head_dim +
                                    heads * (c.qk_nope_head_dim + c.v_head_dim)) +
                           2 * L * c.kv_lora_rank + 4 * o.max_batched_tokens * heads;

@@ -961,14 +961,6 @@ int64_t attention_splits(const AttnArgs& a) {
 
 void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
-    const auto join = [&] {
-        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
-            launch_pdl(join_splits_kernel,
-                       dim3(static_cast<unsigned>(a.row_end - a.row_begin),
-                            static_cast<unsigned>(a.heads),
-                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
-                       kJoinThreads, 0, s, a, st);
-    };
     if (use_mma(a)) {
         attention_absorbed_mma(a, st, s);
         if (a.splits > 1)  // decode_mma_takes: dv a multiple of 64
@@ -1005,7 +997,11 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
                      : go(decode_attention_kernel<KvType::Fp8, 128>);
                 break;
         }
-        join();
+        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
+            launch_pdl(join_splits_kernel,
+                       dim3(grid.x, grid.y,
+                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
+                       kJoinThreads, 0, s, a, st);
         return;
     }
     const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);

@@ -243,8 +243,8 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     a.seq_begin = static_cast<int64_t>(seq_begin);
     a.scale = softmax_scale;
     a.out = o_lat.ptr<float>();
-    // Few (row, head) pairs (small decode batches): split the keys over several blocks each so
-    // about four blocks per multiprocessor run (fixed by the shape: a captured graph keeps it).
+    // Few blocks (small decode batches): split the keys over several blocks each so the
+    // multiprocessors fill (attention_splits; fixed by the shape: a captured graph keeps it).
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
     a.splits = attention_splits(a);
     Tensor part;

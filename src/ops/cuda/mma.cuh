@@ -45,11 +45,5 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* row
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(row)));
 }
-// Two matrices (lanes 0..15 give the addresses; the others' are ignored but must be valid).
-__device__ __forceinline__ void ldmatrix_x2(uint32_t r[2], const void* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(smem_u32(row)));
-}
 
 }  // namespace myriad::cuda
