@@ -89,7 +89,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
         comm_.all_reduce_sum(y);
         ops_.add_rmsnorm(h, y, w.post_attention_norm, eps, x);
         if (w.moe)
-            moe(w, x, y);
+            moe(l, w, x, y);
         else
             mlp(w.dense, x, y);
         comm_.all_reduce_sum(y);
@@ -219,7 +219,7 @@ void DeepseekV3::mlp(const MlpWeights& w, Tensor x, Tensor out) {
     ops_.linear(g, w.down, out);
 }
 
-void DeepseekV3::moe(const LayerWeights& w, Tensor x, Tensor out) {
+void DeepseekV3::moe(int64_t layer, const LayerWeights& w, Tensor x, Tensor out) {
     const ModelConfig& c = config_;
     const int64_t t_count = x.dim(0), k = c.num_experts_per_tok;
     RouterParams p;
@@ -232,12 +232,42 @@ void DeepseekV3::moe(const LayerWeights& w, Tensor x, Tensor out) {
     Tensor ids = ops_.scratch(DType::I32, {t_count, k});
     Tensor weights = ops_.scratch(DType::F32, {t_count, k});
     ops_.moe_route(x, w.router, w.router_bias, p, ids, weights);
+    if (options_.route_observer) observe_route(layer, w, p, x, ids, weights);
     if (c.n_shared_experts > 0 && !options_.faults.drop_shared_experts) {
         mlp(w.shared, x, out);  // the routed experts are added to it: the same sums as before
         ops_.moe_experts_add(x, ids, weights, w.experts, out);
     } else {
         ops_.moe_experts(x, ids, weights, w.experts, out);
     }
+}
+
+void DeepseekV3::observe_route(int64_t layer, const LayerWeights& w, const RouterParams& p,
+                               Tensor x, Tensor ids, Tensor weights) {
+    RouteRecord r;
+    r.layer = layer;
+    r.tokens = x.dim(0);
+    r.hidden = x.dim(1);
+    r.experts = p.n_experts;
+    r.top_k = p.top_k;
+    r.n_group = p.n_group;
+    r.topk_group = p.topk_group;
+    r.norm_topk_prob = p.norm_topk_prob;
+    r.routed_scaling_factor = p.routed_scaling_factor;
+    const ScratchMark mark = ops_.mark_scratch();
+    Tensor logits = ops_.scratch(DType::F32, {r.tokens, r.experts});
+    ops_.router_logits(x, w.router, logits);
+    r.x.resize(static_cast<size_t>(r.tokens * r.hidden));
+    r.logits.resize(static_cast<size_t>(r.tokens * r.experts));
+    r.bias.resize(static_cast<size_t>(r.experts));
+    r.ids.resize(static_cast<size_t>(r.tokens * r.top_k));
+    r.weights.resize(r.ids.size());
+    ops_.copy_to_host(x, r.x.data());
+    ops_.copy_to_host(logits, r.logits.data());
+    ops_.copy_to_host(w.router_bias.data, r.bias.data());
+    ops_.copy_to_host(ids, r.ids.data());
+    ops_.copy_to_host(weights, r.weights.data());
+    ops_.release_scratch(mark);
+    options_.route_observer(r);
 }
 
 }  // namespace myriad

@@ -10,6 +10,7 @@
 #include "model/model_config.h"
 #include "model/naive_context.h"
 #include "model/rope.h"
+#include "model/route_observer.h"
 #include "model/weights.h"
 #include "ops/ops.h"
 #include "parallel/communicator.h"
@@ -34,6 +35,8 @@ struct ModelOptions {
     // Context tokens one naive-form attention call gathers and expands (model/naive_context.h);
     // longer contexts go in pieces. Tests set it small.
     int64_t naive_context_tokens = kNaiveContextTokens;
+    // Test hook: told every MoE layer's routing (model/route_observer.h). Empty in the program.
+    RouteObserver route_observer;
 };
 
 class DeepseekV3 {
@@ -62,7 +65,9 @@ private:
     void naive_attention(const AttentionWeights& a, const KvLayerView& cache, const StepInput& step,
                          Tensor q, Tensor o);
     void mlp(const MlpWeights& w, Tensor x, Tensor out);
-    void moe(const LayerWeights& w, Tensor x, Tensor out);
+    void moe(int64_t layer, const LayerWeights& w, Tensor x, Tensor out);
+    void observe_route(int64_t layer, const LayerWeights& w, const RouterParams& p, Tensor x,
+                       Tensor ids, Tensor weights);
 
     ModelConfig config_;
     Ops& ops_;

@@ -187,8 +187,21 @@ WeightSource synthetic_source(const ExpectedTensor& t, WeightFormat format,
             q.input_scale = 1.0f;
             q.bytes = static_cast<size_t>(r * c / 2 + r * c / 16);
             break;
+        case WeightFormat::Int4Group:  // compressed-tensors pack-quantized, BF16 group scales
+            MYRIAD_CHECK(c % config.quant.group_size == 0 && c % 8 == 0,
+                         "INT4 tensor {} of {} inputs (groups of {})", t.name, c,
+                         config.quant.group_size);
+            src.dtype = DType::I32;
+            src.synthetic.amplitude = nearest_pow2(rms / synth::kInt4Rms);
+            q.block_rows = 1;
+            q.block_cols = config.quant.group_size;
+            q.code_row_bytes = c / 2;
+            q.scale_dtype = DType::BF16;
+            q.scale_row_stride = c / config.quant.group_size;
+            q.bytes = static_cast<size_t>(r * c / 2 + r * q.scale_row_stride * 2);
+            break;
         default:
-            bad_input("--random: {} weights cannot be generated; use bf16, fp8 or nvfp4",
+            bad_input("--random: {} weights cannot be generated; use bf16, fp8, nvfp4 or int4",
                       weight_format_name(format));
     }
     return src;

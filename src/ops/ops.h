@@ -200,6 +200,11 @@ public:
     // weights = unbiased scores (normalised if asked) * scaling. ids [T, k] I32, w [T, k] F32.
     virtual void moe_route(Tensor x, const Weight& gate, const Weight& bias,
                            const RouterParams& params, Tensor ids, Tensor weights) = 0;
+    // logits [T, experts] = x · gate^T as moe_route computes them (a backend may use another
+    // precision for the router than for other products); the route observer's copy.
+    virtual void router_logits(Tensor x, const Weight& gate, Tensor logits) {
+        linear(x, gate, logits);
+    }
     // out [T, hidden] = sum_j w[t, j] * Expert_{ids[t, j]}(x[t]) over the experts this rank
     // holds (experts[e] with no rows are skipped).
     virtual void moe_experts(Tensor x, Tensor ids, Tensor weights,

@@ -6,6 +6,8 @@
 //   FP8 codes: sign, exponent field 4..8, any mantissa (|value| in [1/8, 3.75]); F32 block
 //     scales amplitude * (1 + k/256).
 //   NVFP4 codes: any byte (every e2m1 nibble is a number); e4m3 scales 0x30..0x37 (0.5..0.94).
+//   INT4 codes: any byte (nibbles q + 8, q in [-8, 7]); BF16 group scales amplitude * (1 + k/128),
+//     exact in BF16.
 #pragma once
 
 #include <cstdint>
@@ -73,10 +75,17 @@ MYRIAD_HD uint8_t nvfp4_scale(uint64_t seed, uint64_t i) {
     return static_cast<uint8_t>(0x30u | ((mix(seed ^ 0x5CA1E5ull, i) >> 40) & 7u));
 }
 
+MYRIAD_HD uint16_t int4_scale_bf16(uint64_t seed, uint64_t i, float amplitude) {
+    const uint32_t k = static_cast<uint32_t>(mix(seed ^ 0x5CA1E5ull, i) >> 57);
+    return to_bf16(amplitude * (1.0f + static_cast<float>(k) * (1.0f / 128.0f)));
+}
+
 // Root mean square of a code times its block scale, per unit of amplitude (the loader divides
 // the wanted RMS by these): FP8 codes ≈ 1.45 × 1.5; NVFP4 nibbles ≈ 2.93 × scales ≈ 0.72.
 constexpr float kFp8Rms = 2.2f;
 constexpr float kNvfp4Rms = 2.1f;
+// INT4: sqrt(mean q^2) over q in [-8, 7] = 4.64, times scales ≈ 1.5.
+constexpr float kInt4Rms = 7.0f;
 
 }  // namespace myriad::synth
 

@@ -69,6 +69,17 @@ WeightSource materialize_synthetic(const WeightSource& src, std::shared_ptr<void
             parallel_fill(elems / 16, [=](size_t i) { s[i] = synth::nvfp4_scale(v.seed, i); });
             break;
         }
+        case WeightFormat::Int4Group: {
+            host->data.resize(elems / 2);
+            uint8_t* d = host->data.data();
+            parallel_fill(elems / 2, [=](size_t i) { d[i] = synth::nvfp4_byte(v.seed, i); });
+            const size_t n_scales = static_cast<size_t>(src.src_rows * src.quant.scale_row_stride);
+            host->scales.resize(n_scales * 2);
+            auto* s = reinterpret_cast<uint16_t*>(host->scales.data());
+            for (size_t i = 0; i < n_scales; ++i)
+                s[i] = synth::int4_scale_bf16(v.seed, i, v.amplitude);
+            break;
+        }
         default:
             internal_error("synthetic {} weights are not supported",
                            weight_format_name(src.format));

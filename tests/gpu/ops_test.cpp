@@ -629,6 +629,41 @@ TEST_P(GpuRoute, SameExpertsAndWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Groups, GpuRoute, ::testing::Values(1, 4));
 
+// Ties, as torch.topk and the CPU's stable sort break them: the lower index first, for groups and
+// experts. Every token sees scores in which some groups and experts are exactly equal (a zero
+// gate gives sigmoid 0.5 everywhere; the bias repeats values across groups and experts).
+TEST_F(GpuOpsTest, RouteBreaksTiesByLowerIndex) {
+    const int64_t t = 8, hidden = 64, experts = 32;
+    for (int64_t groups : {1, 4, 8}) {
+        RouterParams p;
+        p.n_experts = experts;
+        p.top_k = 5;
+        p.n_group = groups;
+        p.topk_group = groups > 1 ? groups / 2 : 1;
+        std::vector<uint16_t> gate(experts * hidden, 0);
+        std::vector<float> bias(experts);
+        for (int64_t e = 0; e < experts; ++e) bias[e] = 0.01f * static_cast<float>((e * 7) % 4);
+        Weight gc = cpu.load_weight(bf16_source(gate, experts, hidden));
+        Weight gg = gpu->load_weight(bf16_source(gate, experts, hidden));
+        Weight bc = cpu.load_weight(f32_vector_source(bias));
+        Weight bg = gpu->load_weight(f32_vector_source(bias));
+        auto x = randn(t * hidden);
+        std::vector<int32_t> ids_ref(t * p.top_k);
+        std::vector<float> w_ref(t * p.top_k);
+        cpu.moe_route(host(x, {t, hidden}), gc, bc, p,
+                      Tensor(ids_ref.data(), DType::I32, {t, p.top_k}), host(w_ref, {t, p.top_k}));
+        Tensor ids = poisoned(DType::I32, {t, p.top_k}), w = poisoned(DType::F32, {t, p.top_k});
+        gpu->moe_route(dev(x, {t, hidden}), gg, bg, p, ids, w);
+        EXPECT_EQ(fetch_i32(ids), ids_ref) << groups << " groups";
+        // The expected order by hand for the first token: bias 0.03 at e = 1, 5, 9, ...
+        // (e * 7 % 4 == 3), then 0.02 at e = 2, 6, ...; the kept groups are the lowest ones.
+        if (groups == 1) {
+            const std::vector<int32_t> want = {1, 5, 9, 13, 17};
+            EXPECT_EQ(std::vector<int32_t>(ids_ref.begin(), ids_ref.begin() + 5), want);
+        }
+    }
+}
+
 // Routed experts in every format, for decode-size and prefill-size batches (t 12: experts with
 // two tiles of 4 rows; 16 to 200: the tensor-core path, both kernels); expert 5 is not held by
 // this rank (empty weights) and must contribute nothing.

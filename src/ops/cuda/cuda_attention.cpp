@@ -210,6 +210,15 @@ void CudaOps::mla_absorb_q(Tensor q, const Weight& kv_b, int64_t nope_dim, int64
     cuda::absorb_q(q.ptr<float>(), q.dim(0), heads, q.dim(2), kv_b.data.ptr<uint16_t>(), nope_dim,
                    v_dim, kv_b.cols, q_lat.ptr<float>(), stream_);
     check("mla_absorb_q");
+    if (const Weight* low = exact_low(kv_b)) {  // exact mode: plus the low part
+        const ScratchMark mark = mark_scratch();
+        Tensor t = scratch(DType::F32, {q_lat.numel()});
+        cuda::absorb_q(q.ptr<float>(), q.dim(0), heads, q.dim(2), low->data.ptr<uint16_t>(),
+                       nope_dim, v_dim, kv_b.cols, t.ptr<float>(), stream_);
+        check("mla_absorb_q (low part)");
+        add(q_lat, t);
+        release_scratch(mark);
+    }
 }
 
 void CudaOps::mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
@@ -219,6 +228,15 @@ void CudaOps::mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, i
     cuda::absorb_v(o_lat.ptr<float>(), o_lat.dim(0), o_lat.dim(1), kv_b.data.ptr<uint16_t>(),
                    nope_dim, v_dim, kv_b.cols, out.ptr<float>(), stream_);
     check("mla_absorb_v");
+    if (const Weight* low = exact_low(kv_b)) {  // exact mode: plus the low part
+        const ScratchMark mark = mark_scratch();
+        Tensor t = scratch(DType::F32, {out.numel()});
+        cuda::absorb_v(o_lat.ptr<float>(), o_lat.dim(0), o_lat.dim(1), low->data.ptr<uint16_t>(),
+                       nope_dim, v_dim, kv_b.cols, t.ptr<float>(), stream_);
+        check("mla_absorb_v (low part)");
+        add(out, t);
+        release_scratch(mark);
+    }
 }
 
 void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,

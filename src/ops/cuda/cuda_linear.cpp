@@ -8,6 +8,7 @@
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
+#include "ops/synthetic_weight.h"
 #include "util/error.h"
 
 namespace myriad::cuda {
@@ -99,6 +100,12 @@ Weight CudaOps::load_weight(const WeightSource& s) {
     w.cols = s.col_end - s.col_begin;
     const SyntheticValues& sv = s.synthetic;
     const bool synthetic = sv.seed != 0;  // generated on the device: no host copy
+    if (synthetic && s.format == WeightFormat::Int4Group) {  // generated on the host (tests)
+        std::shared_ptr<void> keep;
+        Weight hw = load_weight(materialize_synthetic(s, keep));
+        synchronize("synthetic weight");
+        return hw;
+    }
     if (s.format == WeightFormat::Dense && synthetic) {
         const bool vector = s.src_rows == 1;
         MYRIAD_CHECK(vector || w.cols % 8 == 0,
@@ -156,7 +163,6 @@ Weight CudaOps::load_weight(const WeightSource& s) {
     auto dw = std::make_shared<DeviceWeight>();
     dw->codes = DeviceBuffer(std::max<size_t>(static_cast<size_t>(width * w.rows), 1));
     if (synthetic) {
-        MYRIAD_CHECK(s.format != WeightFormat::Int4Group, "synthetic INT4 weights are not supported");
         synthesize(half_byte ? SynthKind::Nvfp4Codes : SynthKind::Fp8Codes, sv.seed, 0.0f, 0.0f,
                    w.rows, width, q.code_row_bytes, s.row_begin, cb0, dw->codes.data(), stream_);
         check("synthetic weight");
@@ -218,6 +224,17 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         d.cols = w.cols;
         d.data = Tensor(buf->data(), DType::BF16, {w.rows, w.cols}, Device::Cuda);
         d.storage = buf;
+        if (exact_) {  // and the low part (exact_low_)
+            auto low = std::make_shared<DeviceBuffer>(static_cast<size_t>(w.rows * w.cols * 2));
+            dequant_bf16(qformat(w), matrix(w), 0, w.rows, static_cast<uint16_t*>(low->data()),
+                         stream_, true);
+            check("dequantise to BF16 (low part)");
+            synchronize("dequantise to BF16 (low part)");
+            Weight l = d;
+            l.data = Tensor(low->data(), DType::BF16, {w.rows, w.cols}, Device::Cuda);
+            l.storage = low;
+            exact_low_[buf->data()] = l;
+        }
         return d;
     }
     if (w.rows == 0 || w.cols == 0) return w;
@@ -241,6 +258,21 @@ void CudaOps::linear(Tensor x, const Weight& w, Tensor out) {
         linear_skinny(x, w, out);
     else
         linear_blas(x, w, out);
+    if (const Weight* low = exact_low(w)) {
+        const ScratchMark mark = mark_scratch();
+        Tensor t = scratch(DType::F32, {m, w.rows});
+        linear_skinny(x, *low, t);
+        add(out, t);
+        release_scratch(mark);
+    }
+}
+
+const Weight* CudaOps::exact_low(const Weight& w) const {
+    if (exact_low_.empty() || w.format != WeightFormat::Dense) return nullptr;
+    auto it = exact_low_.find(w.data.data);
+    return it != exact_low_.end() && it->second.rows == w.rows && it->second.cols == w.cols
+               ? &it->second
+               : nullptr;
 }
 
 void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {

@@ -23,7 +23,7 @@ void CudaOps::moe_route(Tensor x, const Weight& gate, const Weight& bias, const 
     // Router logits in F32 from F32 activations for any batch: a BF16-rounded input could
     // change which experts are chosen where scores are close.
     Tensor logits = scratch(DType::F32, {t_count, n_exp});
-    linear_skinny(x, gate, logits);
+    router_logits(x, gate, logits);
     RouteArgs a;
     a.logits = logits.ptr<float>();
     a.bias = bias.data.ptr<float>();

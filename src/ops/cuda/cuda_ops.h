@@ -118,6 +118,9 @@ class CudaOps final : public Ops {
     void mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
                       Tensor out) override;
 
+    void router_logits(Tensor x, const Weight& gate, Tensor logits) override {
+        linear_skinny(x, gate, logits);
+    }
     void moe_route(Tensor x, const Weight& gate, const Weight& bias, const RouterParams& params,
                    Tensor ids, Tensor weights) override;
     void moe_experts(Tensor x, Tensor ids, Tensor weights, const std::vector<MlpWeights>& experts,
@@ -203,6 +206,14 @@ class CudaOps final : public Ops {
     size_t dequant_tile_elems_ = 0;
 
     std::map<const void*, ExpertTable> expert_tables_;
+
+    // Exact mode: quantised weights that are held dense (kv_b_proj) lose precision as BF16 (an
+    // FP8 code times an F32 block scale has up to 27 significant bits). Their low part, each
+    // value minus its BF16 rounding, is kept beside them as a second BF16 matrix, keyed by the
+    // high part's storage; every product with the weight adds the product with the low part, so
+    // the pair stands for the F32 values to about 2^-17 (the CPU's F32 copy).
+    std::map<const void*, Weight> exact_low_;
+    const Weight* exact_low(const Weight& w) const;
 
     // ---- CUDA graphs (cuda_graphs.cpp) ----
     // Rows of a decode step (every sequence q_len 1, logits for every row, in order), else -1.

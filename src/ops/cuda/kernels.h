@@ -124,9 +124,10 @@ void grouped_mma_prepare();
 // MYRIAD_CUDA_MMA=v1 makes v1 the default; for tests: 1 v1, 2 v2 (where it applies), 0 back to
 // the environment's choice.
 void set_grouped_mma_variant(int v);
-// Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`.
+// Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`; with `residual`, each value
+// minus its BF16 rounding instead (the low part of an F32 value kept as two BF16 numbers).
 void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
-                  cudaStream_t s);
+                  cudaStream_t s, bool residual = false);
 
 // ---- MLA ----
 // Positions, slots and the block tables of the step, as begin_step uploaded them.

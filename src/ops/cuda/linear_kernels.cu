@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock) skinny_kernel(SkinnyArg
 }
 
 template <QFormat F>
-__global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out) {
+__global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out, bool residual) {
     const int64_t per_row = w.cols / 8;
     const int64_t n = (r1 - r0) * per_row;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -166,6 +166,9 @@ __global__ void dequant_kernel(QMatrix w, int64_t r0, int64_t r1, uint16_t* out)
         const int64_t r = r0 + i / per_row, c = (i % per_row) * 8;
         float v[8];
         load8<F>(w, r, c, v);
+        if (residual)  // what the BF16 rounding of each value leaves out
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] -= bf16_bits_to_f32(f32_to_bf16_bits(v[j]));
         uint4 q;
         q.x = f32_to_bf16_bits(v[0]) | (uint32_t(f32_to_bf16_bits(v[1])) << 16);
         q.y = f32_to_bf16_bits(v[2]) | (uint32_t(f32_to_bf16_bits(v[3])) << 16);
@@ -587,19 +590,19 @@ void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s) {
 }
 
 void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
-                  cudaStream_t s) {
+                  cudaStream_t s, bool residual) {
     const int64_t n = (r1 - r0) * (w.cols / 8);
     if (n <= 0) return;
     const unsigned grid = static_cast<unsigned>(n / 256 + 1 > 65535 ? 65535 : n / 256 + 1);
     switch (f) {
         case QFormat::Bf16:
-            return dequant_kernel<QFormat::Bf16><<<grid, 256, 0, s>>>(w, r0, r1, out);
+            return dequant_kernel<QFormat::Bf16><<<grid, 256, 0, s>>>(w, r0, r1, out, residual);
         case QFormat::Fp8Block:
-            return dequant_kernel<QFormat::Fp8Block><<<grid, 256, 0, s>>>(w, r0, r1, out);
+            return dequant_kernel<QFormat::Fp8Block><<<grid, 256, 0, s>>>(w, r0, r1, out, residual);
         case QFormat::Nvfp4:
-            return dequant_kernel<QFormat::Nvfp4><<<grid, 256, 0, s>>>(w, r0, r1, out);
+            return dequant_kernel<QFormat::Nvfp4><<<grid, 256, 0, s>>>(w, r0, r1, out, residual);
         case QFormat::Int4:
-            return dequant_kernel<QFormat::Int4><<<grid, 256, 0, s>>>(w, r0, r1, out);
+            return dequant_kernel<QFormat::Int4><<<grid, 256, 0, s>>>(w, r0, r1, out, residual);
     }
 }
 
