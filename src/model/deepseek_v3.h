@@ -36,7 +36,7 @@ struct ModelOptions {
     // longer contexts go in pieces. Tests set it small.
     int64_t naive_context_tokens = kNaiveContextTokens;
     // Test hook: told every MoE layer's routing (model/route_observer.h). Empty in the program.
-    RouteObserver route_observer;
+    RouteObserver route_observer = {};
 };
 
 class DeepseekV3 {
