@@ -2,10 +2,12 @@
 // --expert-parallel, all ranks on GPU 0 (--devices 0,0,...: each rank its own backend and
 // stream, reducing through the device-buffer communicator), against TP 1 on the same GPU. For
 // prefill, chunked prefill (chunks of 7), decode and a mixed step (one decode row and a prefill
-// in one batch): the same greedy token and logits within 2e-2 norm-wise at every position up to
-// the first whose top-2 margin at TP 1 is below 1e-3 (past a near-tie a different reduction
-// order may rightly choose the other token). F32 activations throughout (MYRIAD_CUDA_EXACT=1), so
-// the layouts differ only in how their sums are split and ordered.
+// in one batch), every position fed the same tokens: logits within 2e-2 norm-wise everywhere,
+// and the same greedy token wherever the top-2 margin at TP 1 is at least 1e-3 (at a near-tie a
+// different reduction order may rightly choose the other token; fed tokens, the positions after
+// it are unaffected). The goldens' prompts keep every router decision clear, and activations are
+// F32 throughout (MYRIAD_CUDA_EXACT=1), so the layouts differ only in how their sums are split
+// and ordered.
 //
 // The 8-head goldens (tp8_*: TP 8 with whole NVFP4 and INT4 groups) come from
 // tools/make_goldens.py --tp8-only and tools/make_quant_goldens.py --tp8-only; until they are
@@ -54,13 +56,13 @@ std::unique_ptr<LoadedModel> load_ranks(const std::string& dir, int tp, bool ep,
 
 struct Tally {
     double worst_rel = 0.0;
-    int compared = 0, rows = 0, cut_runs = 0;
+    int compared = 0, rows = 0, ties = 0;
 };
 
-// Rows in order until the first whose TP 1 top-2 margin is below kMarginCut: same argmax, and
-// ‖got − want‖ / ‖want‖ within kLogitTol.
+// Every row: ‖got − want‖ / ‖want‖ within kLogitTol, and the same argmax unless the TP 1 top-2
+// margin is below `margin`.
 void compare_run(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab,
-                 const char* what, Tally& t) {
+                 const char* what, Tally& t, float margin = kMarginCut) {
     ASSERT_EQ(got.size(), want.size()) << what;
     const size_t rows = want.size() / static_cast<size_t>(vocab);
     t.rows += static_cast<int>(rows);
@@ -71,10 +73,6 @@ void compare_run(const std::vector<float>& got, const std::vector<float>& want, 
         float second = -INFINITY;
         for (int64_t i = 0; i < vocab; ++i)
             if (i != best) second = std::max(second, w[i]);
-        if (w[best] - second < kMarginCut) {
-            ++t.cut_runs;
-            return;
-        }
         double diff = 0, ref = 0;
         for (int64_t i = 0; i < vocab; ++i) {
             diff += double(g[i] - w[i]) * (g[i] - w[i]);
@@ -82,8 +80,12 @@ void compare_run(const std::vector<float>& got, const std::vector<float>& want, 
         }
         const double rel = std::isfinite(diff) ? std::sqrt(diff / std::max(ref, 1e-30)) : INFINITY;
         t.worst_rel = std::max(t.worst_rel, rel);
-        ++t.compared;
         EXPECT_LE(rel, kLogitTol) << what << " row " << r;
+        if (w[best] - second < margin) {
+            ++t.ties;
+            continue;
+        }
+        ++t.compared;
         EXPECT_EQ(std::max_element(g, g + vocab) - g, best) << what << " row " << r;
     }
 }
@@ -149,11 +151,11 @@ void check_layout_on_one_gpu(const std::string& dir, int tp, bool ep) {
                 "mixed (decode row)", t);
     compare_run({got.begin() + vocab, got.end()}, {want.begin() + vocab, want.end()}, vocab,
                 "mixed (prefill row)", t);
-    std::printf("%-20s tp %d%s: worst ‖tp − tp1‖/‖tp1‖ %.2e over %d of %d rows (%d runs cut at "
-                "a near-tie)\n",
-                dir.substr(dir.rfind('/') + 1).c_str(), tp, ep ? " ep" : "", t.worst_rel,
-                t.compared, t.rows, t.cut_runs);
-    EXPECT_GT(t.compared, t.rows / 4) << "too few positions before a near-tie to judge";
+    std::printf("%-20s tp %d%s: worst ‖tp − tp1‖/‖tp1‖ %.2e over %d rows; greedy token the same "
+                "at %d (%d near-ties left out)\n",
+                dir.substr(dir.rfind('/') + 1).c_str(), tp, ep ? " ep" : "", t.worst_rel, t.rows,
+                t.compared, t.ties);
+    EXPECT_GT(t.compared, t.rows / 2) << "too many near-ties to judge the greedy tokens";
 }
 
 using Param = std::tuple<std::string, int, bool>;  // folder under tests/, tp, expert parallel
@@ -206,7 +208,8 @@ INSTANTIATE_TEST_SUITE_P(Goldens, GpuTensorParallelTp8,
                          param_name);
 
 // GGUF block weights on the GPU (dequantised to BF16 at load), one rank and two on one GPU,
-// against the CPU backend reading the blocks themselves.
+// against the CPU backend reading the blocks themselves: the BF16 rounding of the weights moves
+// logits by about a percent, so greedy tokens are compared where the margin is 0.05 or more.
 TEST(GpuGguf, BlockWeightsDequantisedAtLoadMatchTheCpu) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
@@ -224,11 +227,13 @@ TEST(GpuGguf, BlockWeightsDequantisedAtLoadMatchTheCpu) {
         for (int tp : {1, 2}) {
             auto gpu = load_ranks(path, tp, false);
             Tally t;
-            compare_run(sequence_logits(*gpu->workers, prompt, 0, 7), want, vocab, "prefill", t);
-            compare_run(sequence_logits(*gpu->workers, dec, past, 1), want_dec, vocab, "decode", t);
-            std::printf("%-40s gpu tp %d vs cpu: worst %.2e over %d of %d rows\n", file, tp,
-                        t.worst_rel, t.compared, t.rows);
-            EXPECT_GT(t.compared, t.rows / 4) << file;
+            compare_run(sequence_logits(*gpu->workers, prompt, 0, 7), want, vocab, "prefill", t,
+                        0.05f);
+            compare_run(sequence_logits(*gpu->workers, dec, past, 1), want_dec, vocab, "decode", t,
+                        0.05f);
+            std::printf("%-40s gpu tp %d vs cpu: worst %.2e over %d rows, %d near-ties\n", file,
+                        tp, t.worst_rel, t.rows, t.ties);
+            EXPECT_GT(t.compared, t.rows / 2) << file;
         }
     }
 }
