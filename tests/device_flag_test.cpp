@@ -1,10 +1,13 @@
-// --device: auto (the default) picks the GPU when one is usable and the run is one rank, else the
-// CPU; cpu and cuda are taken as asked, cuda only where a GPU is; anything else is bad input
-// naming the flag. On a machine without a GPU (CI) auto is the CPU and says nothing; on the GPU
-// host (the gpu label's machine) the same test checks the GPU side.
+// --device: auto (the default) picks the GPU when one is usable and there is one per rank (or
+// --devices places the ranks), else the CPU; cpu and cuda are taken as asked, cuda only where a
+// GPU is; anything else is bad input naming the flag. On a machine without a GPU (CI) auto is
+// the CPU and says nothing; on the GPU host (the gpu label's machine) the same test checks the
+// GPU side.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ops/backend.h"
 #include "util/error.h"
@@ -36,6 +39,34 @@ TEST(DeviceFlag, AutoCpuCudaAndBadValues) {
         EXPECT_EQ(exit_status_of("cuda", 1), 2);
     } else {  // the GPU side in full: tests/gpu/device_flag_test.cpp
         EXPECT_EQ(resolve_device("auto", 1, &note), Device::Cuda);
+    }
+}
+
+// --devices (or MYRIAD_CUDA_DEVICES): one GPU per rank, repeats allowed; anything else names it.
+TEST(DeviceFlag, DevicesListOnePerRank) {
+    unsetenv("MYRIAD_CUDA_DEVICES");
+    EXPECT_EQ(parse_devices("", 3), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(parse_devices("0,0,0,0", 4), (std::vector<int>{0, 0, 0, 0}));
+    EXPECT_EQ(parse_devices("3,1", 2), (std::vector<int>{3, 1}));
+    setenv("MYRIAD_CUDA_DEVICES", "1,1", 1);
+    EXPECT_EQ(parse_devices("", 2), (std::vector<int>{1, 1}));
+    EXPECT_EQ(parse_devices("0,1", 2), (std::vector<int>{0, 1}));  // the flag wins
+    unsetenv("MYRIAD_CUDA_DEVICES");
+    for (const char* bad : {"0,", "a,b", "0,-1", ",0", "0;1"}) {
+        try {
+            parse_devices(bad, 2);
+            ADD_FAILURE() << bad << " accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.exit_status(), 2);
+            EXPECT_NE(std::string(e.what()).find("--devices"), std::string::npos) << e.what();
+        }
+    }
+    try {
+        parse_devices("0,0,0", 4);
+        ADD_FAILURE() << "3 GPUs for 4 ranks accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("names 3 GPU(s) for --tp 4"), std::string::npos)
+            << e.what();
     }
 }
 

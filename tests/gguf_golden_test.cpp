@@ -31,17 +31,18 @@ std::string dir_of(const GgufGolden& g) {
     return std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/" + g.folder;
 }
 
-std::unique_ptr<LoadedModel> load_gguf(const GgufGolden& g, int tp) {
-    return load_model(dir_of(g) + "/" + g.file, tp, {}, 16, KvCacheDtype::Fp32);
+std::unique_ptr<LoadedModel> load_gguf(const GgufGolden& g, int tp, bool ep) {
+    return load_model(dir_of(g) + "/" + g.file, tp, {}, 16, KvCacheDtype::Fp32, ep);
 }
 
-class GgufGoldenTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// (golden, tp, expert parallel)
+class GgufGoldenTest : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(GgufGoldenTest, PrefillThenDecode) {
-    const auto& [index, tp] = GetParam();
+    const auto& [index, tp, ep] = GetParam();
     const GgufGolden& g = kGoldens[index];
     GoldenReference ref = load_reference_in(dir_of(g));
-    auto m = load_gguf(g, tp);
+    auto m = load_gguf(g, tp, ep);
     ASSERT_EQ(m->config.vocab_size, ref.vocab);
     double worst = 0.0;
     for (const GoldenPrompt& p : ref.p) {
@@ -54,14 +55,20 @@ TEST_P(GgufGoldenTest, PrefillThenDecode) {
         EXPECT_LE(e2, g.tol) << "decode";
         worst = std::max({worst, e1, e2});
     }
-    std::printf("%-12s tp %d: max|ours - ref| / max|ref| = %.2e\n", g.folder, tp, worst);
+    std::printf("%-12s tp %d%s: max|ours - ref| / max|ref| = %.2e\n", g.folder, tp,
+                ep ? " ep" : "", worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, GgufGoldenTest,
-                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(1, 2)),
+                         ::testing::Values(std::tuple{0, 1, false}, std::tuple{1, 1, false},
+                                           std::tuple{2, 1, false}, std::tuple{0, 2, false},
+                                           std::tuple{1, 2, false}, std::tuple{2, 2, false},
+                                           std::tuple{0, 2, true}, std::tuple{1, 2, true},
+                                           std::tuple{2, 2, true}),
                          [](const auto& info) {
                              return std::string(kGoldens[std::get<0>(info.param)].folder) + "_tp" +
-                                    std::to_string(std::get<1>(info.param));
+                                    std::to_string(std::get<1>(info.param)) +
+                                    (std::get<2>(info.param) ? "_ep" : "");
                          });
 
 // The deepseek2 metadata the converter wrote maps back onto the checkpoint's config.json values

@@ -45,11 +45,13 @@ void expect_same_greedy_tokens(const std::vector<float>& ours, const std::vector
 
 const char* const* const kModels = kGoldenModels;
 
-class Golden : public ::testing::TestWithParam<std::tuple<std::string, int>> {
+// (model, tp, expert parallel)
+class Golden : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {
 protected:
     void SetUp() override {
         ref_ = load_reference(std::get<0>(GetParam()));
-        model_ = load_model(golden_dir(std::get<0>(GetParam())), std::get<1>(GetParam()));
+        model_ = load_model(golden_dir(std::get<0>(GetParam())), std::get<1>(GetParam()), {}, 64,
+                            KvCacheDtype::Auto, std::get<2>(GetParam()));
         ASSERT_EQ(model_->config.vocab_size, ref_.vocab);
     }
     WorkerGroup& workers() { return *model_->workers; }
@@ -140,17 +142,21 @@ TEST_P(Golden, BothPromptsInOneBatch) {
     }
 }
 
-std::vector<std::tuple<std::string, int>> golden_params() {
-    std::vector<std::tuple<std::string, int>> out;
-    for (const char* m : kGoldenModels)
-        for (int tp : {1, 2, 4}) out.emplace_back(m, tp);
+// TP 1, 2 and 4 (the goldens' 4 heads), and 2 and 4 with whole experts per rank.
+std::vector<std::tuple<std::string, int, bool>> golden_params() {
+    std::vector<std::tuple<std::string, int, bool>> out;
+    for (const char* m : kGoldenModels) {
+        for (int tp : {1, 2, 4}) out.emplace_back(m, tp, false);
+        for (int tp : {2, 4}) out.emplace_back(m, tp, true);
+    }
     return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::ValuesIn(golden_params()),
                          [](const auto& info) {
                              return std::get<0>(info.param) + "_tp" +
-                                    std::to_string(std::get<1>(info.param));
+                                    std::to_string(std::get<1>(info.param)) +
+                                    (std::get<2>(info.param) ? "_ep" : "");
                          });
 
 // Control tests: each deliberate mistake must move the logits beyond the tolerance.

@@ -1,4 +1,5 @@
 #include "model/model_config.h"
+#include "model/layout_check.h"
 
 #include <gtest/gtest.h>
 
@@ -392,8 +393,9 @@ TEST(ModelConfig, RoutingAndAttentionShapesAreValidated) {
     }
 }
 
-TEST(ModelConfig, ValidateTpSaysWhichSizesWork) {
+TEST(ModelConfig, CheckLayoutSaysWhichSizesWork) {
     ModelConfig v3 = load_model_config(fixture("deepseek-v3-fp8"));
+    auto validate_tp = [](const ModelConfig& c, int world) { check_layout(c, Layout(world, false)); };
     for (int world : {1, 2, 4, 8, 16}) EXPECT_NO_THROW(validate_tp(v3, world)) << world;
     try {
         validate_tp(v3, 256);
@@ -414,8 +416,20 @@ TEST(ModelConfig, ValidateTpSaysWhichSizesWork) {
         EXPECT_HAS(msg, "field moe_intermediate_size = 1000");
         EXPECT_HAS(msg, "--tp values that work: 1, 2, 4, 8");
     }
-    EXPECT_THROW(validate_tp(v3, 3), Error);
-    EXPECT_THROW(validate_tp(v3, 0), Error);
+    EXPECT_THROW(check_layout(v3, Layout(3, false)), Error);
+    // Expert parallelism cuts no routed expert: moe_intermediate_size need not divide, the
+    // shared experts' width (1000 x 1) still must.
+    odd.n_shared_experts = 0;
+    EXPECT_NO_THROW(check_layout(odd, Layout(16, true)));
+    EXPECT_THROW(check_layout(odd, Layout(16, false)), Error);
+    odd.n_shared_experts = 1;
+    try {
+        check_layout(odd, Layout(16, true));
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_HAS(std::string(e.what()), "--tp 16 --expert-parallel does not divide field "
+                                          "moe_intermediate_size * n_shared_experts = 1000");
+    }
 }
 
 TEST(ModelConfig, FileErrorsNameTheFile) {

@@ -6,12 +6,14 @@
 namespace myriad::testing {
 
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options,
-                                        int64_t kv_blocks, KvCacheDtype kv_cache_dtype) {
+                                        int64_t kv_blocks, KvCacheDtype kv_cache_dtype,
+                                        bool expert_parallel) {
     auto m = std::make_unique<LoadedModel>();
     m->config = load_model_config(dir);
     m->checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
     WorkerGroupOptions wo;
     wo.tp = tp;
+    wo.expert_parallel = expert_parallel;
     wo.threads = tp;  // one thread per rank, one BLAS thread each
     wo.kv_blocks = kv_blocks;
     wo.kv_cache_dtype = kv_cache_dtype;

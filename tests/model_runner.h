@@ -19,9 +19,11 @@ struct LoadedModel {
 };
 
 // One thread per rank (one BLAS thread each). `dir` may also be a GGUF file.
+// `expert_parallel`: whole routed experts per rank (--expert-parallel).
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options = {},
                                         int64_t kv_blocks = 64,
-                                        KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto);
+                                        KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto,
+                                        bool expert_parallel = false);
 
 using myriad::single_sequence_step;
 

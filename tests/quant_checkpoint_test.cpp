@@ -162,9 +162,9 @@ TEST(QuantCheckpoint, MalformedQuantisationConfigs) {
 TEST(QuantCheckpoint, TensorParallelSplitsOffTheBlocksNameTheTensorAndTp) {
     ModelConfig c = load_model_config(golden("nvfp4_experts"));
     ExpectedTensor down{kExpert + "down_proj.weight", {288, 192}, ShardKind::Cols};
-    check_quantized_sharding(c, down, WeightFormat::Nvfp4, 4, "");  // 48 = 3 blocks of 16
+    check_quantized_sharding(c, down, WeightFormat::Nvfp4, Layout(4, false), "");  // 3 x 16
     try {
-        check_quantized_sharding(c, down, WeightFormat::Nvfp4, 8, "");  // 24 columns per rank
+        check_quantized_sharding(c, down, WeightFormat::Nvfp4, Layout(8, false), "");  // 24 cols
         ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
         EXPECT_EQ(e.exit_status(), 2);
@@ -176,9 +176,13 @@ TEST(QuantCheckpoint, TensorParallelSplitsOffTheBlocksNameTheTensorAndTp) {
     }
     ModelConfig i = load_model_config(golden("int4_kimi"));
     ExpectedTensor down4{kExpert + "down_proj.weight", {288, 128}, ShardKind::Cols};
-    EXPECT_THROW(check_quantized_sharding(i, down4, WeightFormat::Int4Group, 8, ""), Error);
+    EXPECT_THROW(check_quantized_sharding(i, down4, WeightFormat::Int4Group, Layout(8, false), ""),
+                 Error);
     ExpectedTensor rows{kExpert + "gate_proj.weight", {128, 288}, ShardKind::Rows};
-    check_quantized_sharding(i, rows, WeightFormat::Int4Group, 8, "");  // rows split freely
+    check_quantized_sharding(i, rows, WeightFormat::Int4Group, Layout(8, false), "");  // rows
+    // Whole experts under expert parallelism: nothing is cut.
+    down4.expert = 0;
+    check_quantized_sharding(i, down4, WeightFormat::Int4Group, Layout(8, true), "");
 }
 
 TEST(QuantCheckpoint, InspectShowsFormatsAndBytesPerRank) {

@@ -21,16 +21,17 @@ std::string quant_dir(const std::string& name) {
 
 // The goldens' references keep the latent cache exact: F32 storage even where the checkpoint
 // declares an FP8 KV cache (nvfp4_all_linear).
-std::unique_ptr<LoadedModel> load_exact(const std::string& name, int tp) {
-    return load_model(quant_dir(name), tp, {}, 64, KvCacheDtype::Fp32);
+std::unique_ptr<LoadedModel> load_exact(const std::string& name, int tp, bool ep = false) {
+    return load_model(quant_dir(name), tp, {}, 64, KvCacheDtype::Fp32, ep);
 }
 
-class QuantGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// (model, tp, expert parallel)
+class QuantGolden : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
 TEST_P(QuantGolden, PrefillThenDecode) {
-    const auto& [name, tp] = GetParam();
+    const auto& [name, tp, ep] = GetParam();
     GoldenReference ref = load_reference_in(quant_dir(name));
-    auto m = load_exact(name, tp);
+    auto m = load_exact(name, tp, ep);
     ASSERT_EQ(m->config.vocab_size, ref.vocab);
     double worst = 0.0;
     for (const GoldenPrompt& p : ref.p) {
@@ -43,18 +44,22 @@ TEST_P(QuantGolden, PrefillThenDecode) {
         EXPECT_LE(e2, kTol) << "decode";
         worst = std::max({worst, e1, e2});
     }
-    std::printf("%-18s tp %d: max|ours - ref| / max|ref| = %.2e\n", name.c_str(), tp, worst);
+    std::printf("%-18s tp %d%s: max|ours - ref| / max|ref| = %.2e\n", name.c_str(), tp,
+                ep ? " ep" : "", worst);
 }
 
-std::vector<std::tuple<std::string, int>> params() {
-    std::vector<std::tuple<std::string, int>> out;
-    for (const char* m : kQuantModels)
-        for (int tp : {1, 2, 4}) out.emplace_back(m, tp);
+std::vector<std::tuple<std::string, int, bool>> params() {
+    std::vector<std::tuple<std::string, int, bool>> out;
+    for (const char* m : kQuantModels) {
+        for (int tp : {1, 2, 4}) out.emplace_back(m, tp, false);
+        for (int tp : {2, 4}) out.emplace_back(m, tp, true);
+    }
     return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, QuantGolden, ::testing::ValuesIn(params()), [](const auto& info) {
-    return std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
+    return std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param)) +
+           (std::get<2>(info.param) ? "_ep" : "");
 });
 
 // Each golden's config decides the format of every linear as its packer did.

@@ -40,6 +40,7 @@ Checks (the script exits non-zero, loudly, when one fails):
 
 Usage (needs torch and transformers; CUDA not needed):
     python3 tools/make_goldens.py --out tests/goldens
+    python3 tools/make_goldens.py --out tests/goldens --tp8-only   # only tp8_bf16 (8 heads)
     python3 tools/make_goldens.py --out /tmp/g --no-hf    # numpy-only dry run (no references)
 Rerunnable: everything is drawn from SEED below; the HF computation is single-threaded and uses
 deterministic algorithms.
@@ -224,6 +225,21 @@ MODELS = [
             rope_scaling={"beta_fast": 1.0, "beta_slow": 1.0, "factor": 64.0, "mscale": 1.0,
                           "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
                           "type": "yarn"}),
+    ),
+]
+
+# Goldens that shard at TP 8 (--tp8-only): 8 heads, intermediate and moe_intermediate 256, so
+# every width each of 8 ranks cuts stays whole. Not part of MODELS (their folders and README stay
+# as they are); the tests at TP 2, 4 and 8 read them (tests/gpu/tensor_parallel_test.cpp).
+TP8_MODELS = [
+    dict(
+        name="tp8_bf16",
+        covers="TP 8 shapes: 8 heads, intermediate 256, moe_intermediate 256 (each of 8 ranks "
+               "holds 1 head and 32 of every width); 8 experts top-2, n_group 2 / topk_group 1, "
+               "q_lora_rank 48, 1 shared expert; no rope scaling",
+        config=text_config(
+            heads=8, inter=256, moe_inter=256, layers=2, n_experts=8, topk=2, n_group=2,
+            topk_group=1, n_shared=1, first_dense=1, q_lora=48, rope_theta=10000.0),
     ),
 ]
 
@@ -1112,12 +1128,31 @@ def write_readme(out_root, infos, versions, argv):
         f.write("\n".join(L))
 
 
+def write_tp8_readme(out_root, infos, versions, argv):
+    """Each TP 8 golden's own README.md (the folder README lists MODELS only)."""
+    for i in infos:
+        L = [f"# {i['name']}\n",
+             f"{i['covers']}.\n",
+             f"- Made by `{' '.join(argv)}` (see tools/make_goldens.py: files and checks as for the "
+             f"other goldens of this folder); dims {dims_line(i['cfg'])}",
+             f"- torch {versions.get('torch')}, transformers {versions.get('transformers')}, "
+             f"numpy {versions.get('numpy')}, Python {versions.get('python')}",
+             f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+             ""]
+        with open(os.path.join(out_root, i["name"], "README.md"), "w") as f:
+            f.write("\n".join(L))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/goldens")
     ap.add_argument("--no-hf", action="store_true", help="numpy-only dry run (no reference logits)")
     ap.add_argument("--only", default=None, help="comma-separated model names (debugging)")
+    ap.add_argument("--tp8-only", action="store_true",
+                    help="make only the goldens that shard at TP 8 (TP8_MODELS) into --out, "
+                         "leaving the others and README.md as they are")
     args = ap.parse_args()
+    models = TP8_MODELS if args.tp8_only else MODELS
 
     versions = {"numpy": np.__version__, "python": sys.version.split()[0]}
     if not args.no_hf:
@@ -1130,10 +1165,10 @@ def main():
         versions["transformers"] = transformers.__version__
         print(f"torch {torch.__version__}, transformers {transformers.__version__}, numpy {np.__version__}")
 
-    for m in MODELS:
+    for m in models:
         c = m["config"]
         for k in ("num_attention_heads", "moe_intermediate_size", "intermediate_size", "vocab_size"):
-            assert c[k] % 4 == 0, (m["name"], k)
+            assert c[k] % (8 if args.tp8_only else 4) == 0, (m["name"], k)
         assert c["n_routed_experts"] % c["n_group"] == 0
         assert c["topk_group"] * c["n_routed_experts"] // c["n_group"] >= c["num_experts_per_tok"]
         rp = rope_params(c)
@@ -1144,20 +1179,27 @@ def main():
     tmp_root = tempfile.mkdtemp(prefix="goldens_")
     infos = []
     try:
-        for i, spec in enumerate(MODELS):
+        for i, spec in enumerate(models):
             if args.only and spec["name"] not in args.only.split(","):
                 continue
-            infos.append(build_model(spec, i, args.out, tmp_root, not args.no_hf, versions))
+            # The TP 8 models draw from seeds after MODELS' own.
+            index = i + (len(MODELS) if args.tp8_only else 0)
+            infos.append(build_model(spec, index, args.out, tmp_root, not args.no_hf, versions))
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
-    if not args.no_hf:
-        write_readme(args.out, infos, versions, ["python3", "tools/make_goldens.py"] + sys.argv[1:])
+    argv = ["python3", "tools/make_goldens.py"] + sys.argv[1:]
+    if not args.no_hf and not args.tp8_only:
+        write_readme(args.out, infos, versions, argv)
+    elif not args.no_hf:
+        write_tp8_readme(args.out, infos, versions, argv)
 
     print("\n=== summary ===")
     for i in infos:
         print(f"  {i['name']:22s} params {i['params']:>9,}  files {sum(i['files'].values()):>10,} bytes")
-    total = dir_size(args.out)
-    print(f"  total under {args.out}: {total:,} bytes (limit {SIZE_LIMIT:,})")
+    total = dir_size(args.out) if not args.tp8_only else sum(
+        dir_size(os.path.join(args.out, i["name"])) for i in infos)
+    print(f"  total under {args.out}{' (TP 8 models)' if args.tp8_only else ''}: {total:,} bytes "
+          f"(limit {SIZE_LIMIT:,})")
     if total >= SIZE_LIMIT:
         fail(f"goldens total {total:,} bytes >= {SIZE_LIMIT:,}")
     if FAILURES:

@@ -17,6 +17,7 @@ checks of make_goldens.py (loading info, state dict, an independent numpy forwar
 uncached, prompt margins). The engine must reproduce those logits from the quantised files.
 
 Usage:  python3 tools/make_quant_goldens.py --out tests/goldens_quant      (needs torch, transformers)
+        python3 tools/make_quant_goldens.py --out tests/goldens_quant --tp8-only   (only TP8_MODELS)
         python3 tools/make_quant_goldens.py --out /tmp/q --no-hf           (numpy-only dry run)
 """
 
@@ -80,6 +81,29 @@ MODELS = [
                 "attention, shared experts and the dense MLP); model_type kimi_k2 with YaRN",
          quantized=lambda n: ".mlp.experts." in n,
          config=cfg(moe_inter=128, **KIMI_YARN)),
+]
+
+
+# Goldens that shard at TP 8 (--tp8-only): 8 heads, intermediate and moe_intermediate 256, so at
+# TP 8 each rank's column shard of a down projection is 32 wide: two NVFP4 groups of 16, one INT4
+# group of 32, a cut FP8 128-block. Every decoder linear quantised (the routed experts and the
+# rest) so each format is cut everywhere TP cuts.
+TP8_MODELS = [
+    dict(name="tp8_fp8_block", fmt="fp8", form="config.json",
+         covers="TP 8 shapes (8 heads, intermediate and moe_intermediate 256) in DeepSeek FP8 blocks "
+                "[128, 128]: TP 8 cuts every 128-block of a row-parallel input in four",
+         quantized=lambda n: n.startswith("model.layers."),
+         config=cfg(heads=8, inter=256, moe_inter=256)),
+    dict(name="tp8_nvfp4", fmt="nvfp4", form="config.json",
+         covers="TP 8 shapes in ModelOpt NVFP4 (config.json, ignore [lm_head]): every decoder "
+                "linear; TP 8 leaves each rank two whole groups of 16 of a down projection",
+         quantized=lambda n: n.startswith("model.layers."),
+         config=cfg(heads=8, inter=256, moe_inter=256)),
+    dict(name="tp8_int4", fmt="int4", form="config.json",
+         covers="TP 8 shapes in compressed-tensors INT4 group 32, routed experts only as Kimi; TP 8 "
+                "leaves each rank one whole group of a down projection",
+         quantized=lambda n: ".mlp.experts." in n,
+         config=cfg(heads=8, inter=256, moe_inter=256, **KIMI_YARN)),
 ]
 
 
@@ -325,7 +349,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/goldens_quant")
     ap.add_argument("--no-hf", action="store_true")
+    ap.add_argument("--tp8-only", action="store_true",
+                    help="make only the goldens that shard at TP 8 (TP8_MODELS) into --out, "
+                         "leaving the others and README.md as they are")
     args = ap.parse_args()
+    models = TP8_MODELS if args.tp8_only else MODELS
     qp.selftest()
     versions = {"numpy": np.__version__, "python": sys.version.split()[0]}
     n_checked = 0
@@ -340,12 +368,24 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="qgoldens_")
     try:
-        infos = [build(s, i, args.out, tmp, not args.no_hf, versions) for i, s in enumerate(MODELS)]
+        # The TP 8 models draw from seeds after MODELS' own.
+        first = len(MODELS) if args.tp8_only else 0
+        infos = [build(s, first + i, args.out, tmp, not args.no_hf, versions)
+                 for i, s in enumerate(models)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if not args.no_hf:
+    if not args.no_hf and not args.tp8_only:
         write_readme(args.out, infos, versions, n_checked)
-    total = mg.dir_size(args.out)
+    elif not args.no_hf:
+        argv = " ".join(["python3", "tools/make_quant_goldens.py"] + sys.argv[1:])
+        for i in infos:
+            with open(os.path.join(args.out, i["name"], "README.md"), "w") as f:
+                f.write(f"# {i['name']}\n\n{i['covers']}.\n\n- Made by `{argv}` (see "
+                        f"tools/make_quant_goldens.py); torch {versions.get('torch')}, "
+                        f"transformers {versions.get('transformers')}, numpy "
+                        f"{versions.get('numpy')}\n")
+    total = (mg.dir_size(args.out) if not args.tp8_only else
+             sum(mg.dir_size(os.path.join(args.out, i["name"])) for i in infos))
     print(f"\ntotal under {args.out}: {total:,} bytes (limit {SIZE_LIMIT:,})")
     if total >= SIZE_LIMIT:
         mg.fail("quantised goldens too large")

@@ -49,6 +49,8 @@ struct BenchArgs {
     int64_t prompt_len = 0;  // default 128 (512 with --random)
     int64_t decode_steps = 32;
     int tp = 1;
+    bool expert_parallel = false;
+    std::string devices;
     int threads = 0;
     std::string device = "auto";
     bool json = false;
@@ -281,7 +283,7 @@ int run_bench(const BenchArgs& in) {
         c = load_model_config(name);
     }
     std::string device_note;
-    const Device device = choose_device(a.device, a.tp, c, ckpt, &device_note);
+    const Device device = choose_device(a.device, a.tp, c, ckpt, &device_note, a.devices);
     a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
     if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
@@ -295,8 +297,10 @@ int run_bench(const BenchArgs& in) {
 
     WorkerGroupOptions wo;
     wo.tp = a.tp;
+    wo.expert_parallel = a.expert_parallel;
     wo.threads = a.threads;
     wo.device = device;
+    if (device == Device::Cuda) wo.devices = parse_devices(a.devices, a.tp);
     const int64_t warm_steps = 3, stat_steps = 2;
     const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps;
     const int64_t blocks_per_seq = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size;
@@ -453,10 +457,13 @@ Run add_bench_model(CLI::App& app) {
                    "prompt tokens per sequence (default 128; 512 with --random)");
     app.add_option("--decode-steps", a->decode_steps, "decode steps timed (default 32)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
+    app.add_flag("--expert-parallel", a->expert_parallel, "whole routed experts per rank");
+    app.add_option("--devices", a->devices,
+                   "the GPU of each rank, e.g. 0,1 or 0,0,0,0 (default: MYRIAD_CUDA_DEVICES, else "
+                   "GPUs 0 to tp-1)");
     app.add_option("--threads", a->threads, "CPU threads in all (default: all cores)");
     app.add_option("--device", a->device,
-                   "auto (default: cuda when a GPU is present and --tp is 1, else cpu), cpu or "
-                   "cuda (GPU 0)");
+                   "auto (default: cuda when a GPU is present, else cpu), cpu or cuda");
     app.add_flag("--json", a->json, "print results as JSON");
     return [a] { return run_bench(*a); };
 }

@@ -12,9 +12,14 @@ namespace myriad::cli {
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("--tp", f.tp, "tensor-parallel ranks (default 1)");
+    app.add_flag("--expert-parallel", f.expert_parallel,
+                 "whole routed experts per rank instead of every expert split over the ranks "
+                 "(myriad plan says which fits)");
+    app.add_option("--devices", f.devices,
+                   "the GPU of each rank, e.g. 0,1,2,3 or 0,0,0,0 (ranks may share a GPU; "
+                   "default: MYRIAD_CUDA_DEVICES, else GPUs 0 to tp-1)");
     app.add_option("--device", f.device,
-                   "auto (default: cuda when a GPU is present and --tp is 1, else cpu), cpu or "
-                   "cuda (GPU 0)");
+                   "auto (default: cuda when a GPU is present, else cpu), cpu or cuda");
     app.add_option("--threads", f.threads, "CPU threads in all (default: all cores)");
     app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
                    "latent cache storage: auto (the checkpoint's FP8 scheme, else exact F32 on the "
@@ -30,7 +35,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
 }
 
 void check_engine_flags(const EngineFlags& f) {
-    resolve_device(f.device, f.tp, nullptr);  // exits 2 naming --device if it cannot be had
+    resolve_device(f.device, f.tp, nullptr, f.devices);  // exits 2 naming the flag if it cannot
     parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     if (f.tp < 1) bad_input("--tp {} must be at least 1", f.tp);
     if (f.threads < 0) bad_input("--threads {} must be at least 0", f.threads);
@@ -55,10 +60,12 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
     WorkerGroupOptions wo;
     wo.tp = f.tp;
+    wo.expert_parallel = f.expert_parallel;
     wo.threads = f.threads;
     std::string device_note;
-    wo.device = choose_device(f.device, f.tp, m.config, *m.checkpoint, &device_note);
+    wo.device = choose_device(f.device, f.tp, m.config, *m.checkpoint, &device_note, f.devices);
     if (!device_note.empty()) log::info("{}", device_note);
+    if (wo.device == Device::Cuda) wo.devices = parse_devices(f.devices, f.tp);
     wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     wo.model.naive_context_tokens = f.naive_context_tokens;
     const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;

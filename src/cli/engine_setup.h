@@ -20,6 +20,8 @@ namespace myriad::cli {
 
 struct EngineFlags {
     int tp = 1;
+    bool expert_parallel = false;
+    std::string devices;  // --devices 0,0,1,1: each rank's GPU (empty: MYRIAD_CUDA_DEVICES, 0..)
     int threads = 0;  // CPU threads in all; 0 = the machine's
     std::string device = "auto";
     std::string kv_cache_dtype = "auto";
@@ -28,8 +30,8 @@ struct EngineFlags {
     int64_t naive_context_tokens = kNaiveContextTokens;
 };
 
-// Registers --tp, --device, --threads, --kv-cache-dtype, --max-num-seqs, --max-num-batched-tokens,
-// --naive-context-tokens.
+// Registers --tp, --expert-parallel, --devices, --device, --threads, --kv-cache-dtype,
+// --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.

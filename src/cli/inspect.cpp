@@ -163,8 +163,8 @@ int run_inspect(const std::string& model_arg, int tp) {
     ModelConfig c = load_model_config(dir);
     Checkpoint ckpt = Checkpoint::open(dir);
     if (tp < 1) bad_input("--tp {} must be at least 1", tp);
-    validate_tp(c, tp);
-    validate_checkpoint(c, ckpt, tp);  // once (it logs what it skips), quantised shards included
+    // Once (it logs what it skips), quantised shards included.
+    validate_checkpoint(c, ckpt, Layout(tp, false));
 
     std::printf("model        %s\n", dir.c_str());
     std::printf("model_type   %s%s\n", c.model_type.c_str(),

@@ -20,8 +20,8 @@ GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& check
 }
 
 Device choose_device(const std::string& flag, int tp, const ModelConfig& config,
-                     const Checkpoint& checkpoint, std::string* note) {
-    Device d = resolve_device(flag, tp, note);
+                     const Checkpoint& checkpoint, std::string* note, const std::string& devices) {
+    Device d = resolve_device(flag, tp, note, devices);
     if (d != Device::Cuda) return d;
     // The latent cache's dtype does not decide whether the GPU can run (every kernel reads all
     // three); the workers print the plan with the real one.

@@ -14,8 +14,10 @@ namespace myriad {
 // GPU 0's kernel plan for this checkpoint with latent cache `kv` (stop set when there is no GPU).
 GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv);
 
-// The device for --device `flag` and --tp `tp`; `note` gets the line to print, if any.
+// The device for --device `flag`, --tp `tp` and --devices `devices`; `note` gets the line to
+// print, if any.
 Device choose_device(const std::string& flag, int tp, const ModelConfig& config,
-                     const Checkpoint& checkpoint, std::string* note);
+                     const Checkpoint& checkpoint, std::string* note,
+                     const std::string& devices = "");
 
 }  // namespace myriad

@@ -17,17 +17,26 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
                          WorkerGroupOptions options)
     : config_(config), checkpoint_(checkpoint), options_(options) {
     if (options_.tp < 1) bad_input("--tp {} must be at least 1", options_.tp);
-    validate_tp(config_, options_.tp);
-    validate_checkpoint(config_, checkpoint_, options_.tp);
+    if (options_.expert_parallel && config_.n_routed_experts == 0)
+        bad_input("--expert-parallel: {} has no routed experts", config_.path);
+    layout_ = Layout(options_.tp, options_.expert_parallel, 0);
+    validate_checkpoint(config_, checkpoint_, layout_);  // check_layout: before any weight
     if (options_.device == Device::Cuda) {  // decided before any weight is read
         std::string why;
         if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
-        if (options_.tp != 1)
-            bad_input(
-                "--tp {} with --device cuda: tensor parallelism across GPUs (NCCL) is not built "
-                "yet; use --tp 1",
-                options_.tp);
+        if (options_.devices.empty())
+            for (int r = 0; r < options_.tp; ++r) options_.devices.push_back(r);
+        if (static_cast<int>(options_.devices.size()) != options_.tp)
+            bad_input("--devices names {} GPU(s) for --tp {}; give one per rank",
+                      options_.devices.size(), options_.tp);
+        if (options_.tp > 1) group_ = make_gpu_comm_group(options_.devices);
+    } else {
+        group_ = std::make_shared<CpuCommGroup>(options_.tp);
     }
+    if (options_.tp > 1)
+        log::info("layout: {} ({} routed experts {})", layout_.label(), config_.n_routed_experts,
+                  layout_.expert_parallel() ? "placed whole, a block per rank"
+                                            : "each split over the ranks");
     // Decided before any weight is read: an unusable KV setting never fails after loading.
     std::string note;
     kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
@@ -47,9 +56,7 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
-    auto group = std::make_shared<CpuCommGroup>(options_.tp);
-    for (int r = 0; r < options_.tp; ++r)
-        threads_.emplace_back([this, r, group] { run_worker(r, group); });
+    for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return ready_ == options_.tp; });
     if (error_) {
@@ -86,25 +93,32 @@ void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling*
     ++generation_;
     cv_.notify_all();
     cv_.wait(lock, [&] { return done_ == options_.tp; });
-    if (error_) std::rethrow_exception(error_);
+    if (error_) {
+        if (group_) group_->barrier().reset();  // every rank has left the step
+        std::rethrow_exception(error_);
+    }
 }
 
-void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
+void WorkerGroup::run_worker(int rank) {
     std::unique_ptr<Ops> ops;
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<DeepseekV3> model;
     std::unique_ptr<KvCache> cache;
     try {
         if (options_.device == Device::Cuda) {
-            ops = make_cuda_ops(rank);
-            comm = make_single_gpu_communicator();
+            // Graphs stay off at world > 1: the collectives wait on the host, outside a capture.
+            ops = make_cuda_ops(options_.devices[static_cast<size_t>(rank)], options_.tp == 1);
+            comm = options_.tp == 1 ? make_single_gpu_communicator()
+                                    : make_gpu_communicator(group_, rank, *ops);
         } else {
             auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
             cpu->set_sampling(backend_samples_);
             ops = std::move(cpu);
-            comm = std::make_unique<CpuCommunicator>(group, rank);
+            comm = std::make_unique<CpuCommunicator>(
+                std::static_pointer_cast<CpuCommGroup>(group_), rank);
         }
-        model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm, options_.model);
+        model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm,
+                                             layout_.of_rank(rank), options_.model);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
                                           kv_dtype_, kv_scales_);
     } catch (...) {
@@ -141,9 +155,13 @@ void WorkerGroup::run_worker(int rank, std::shared_ptr<CpuCommGroup> group) {
                 logits = own_logits.data();
             }
             model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens);
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (!error_) error_ = std::current_exception();
+        } catch (const std::exception& e) {
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (!error_) error_ = std::current_exception();
+            }
+            // The other ranks would wait for this one in their next collective: they fail too.
+            if (group_) group_->barrier().abort(fmt::format("rank {} failed: {}", rank, e.what()));
         }
         {
             std::lock_guard<std::mutex> lock(mutex_);

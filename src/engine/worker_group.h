@@ -1,6 +1,9 @@
 // WorkerGroup: one worker per tensor-parallel rank, each a thread holding its shard of the model
-// and its KV cache, running every step in lock step; rank 0's logits are returned. On the CPU the
-// ranks share the machine: their communicator is in-process.
+// (parallel/layout.h says which) and its KV cache, running every step in lock step; rank 0's
+// logits are returned. On the CPU the ranks share the machine: their communicator is in-process.
+// On GPUs each rank has its own backend and stream on the GPU --devices gives it (several ranks
+// may share one: that is how one GPU tests every layout). A rank that fails aborts the step's
+// collectives, so the others fail too instead of waiting: the step throws, the next starts clean.
 #pragma once
 
 #include <condition_variable>
@@ -16,7 +19,7 @@
 
 namespace myriad {
 
-class CpuCommGroup;
+class CommGroup;
 
 // Tokens per KV-cache block unless a caller chooses otherwise.
 inline constexpr int64_t kKvBlockSize = 16;
@@ -29,11 +32,13 @@ enum class BackendSampling : uint8_t { Auto, On, Off };
 
 struct WorkerGroupOptions {
     int tp = 1;
+    bool expert_parallel = false;  // whole routed experts per rank (--expert-parallel)
+    std::vector<int> devices;      // GPU of each rank (--devices); empty: 0, 1, ..., tp - 1
     int threads = 0;              // CPU threads in all; 0 = the machine's
     int64_t kv_blocks = 256;      // blocks per rank
     int64_t kv_block_size = kKvBlockSize;  // tokens per block
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
-    Device device = Device::Cpu;  // --device: Cuda runs one rank on GPU 0
+    Device device = Device::Cpu;  // --device: Cuda runs each rank on its GPU of `devices`
     BackendSampling sampling = BackendSampling::Auto;
     ModelOptions model;
 };
@@ -49,6 +54,8 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const WorkerGroupOptions& options() const { return options_; }
+    // Who holds what (rank 0's view; Layout::of_rank for the others).
+    const Layout& layout() const { return layout_; }
     size_t weight_bytes_per_rank() const { return weight_bytes_; }
     // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
     DType kv_cache_dtype() const { return kv_dtype_; }
@@ -61,7 +68,7 @@ public:
               int32_t* tokens = nullptr);
 
 private:
-    void run_worker(int rank, std::shared_ptr<CpuCommGroup> group);
+    void run_worker(int rank);
 
     ModelConfig config_;
     const Checkpoint& checkpoint_;
@@ -69,6 +76,8 @@ private:
     size_t weight_bytes_ = 0;
     DType kv_dtype_ = DType::F32;
     std::vector<float> kv_scales_;
+    Layout layout_;
+    std::shared_ptr<CommGroup> group_;
     std::vector<std::thread> threads_;
     std::mutex mutex_;
     std::condition_variable cv_;

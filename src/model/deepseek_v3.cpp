@@ -11,14 +11,16 @@ namespace myriad {
 constexpr float kLatentNormEps = 1e-6f;
 
 DeepseekV3::DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
-                       Communicator& comm, ModelOptions options)
-    : config_(config), ops_(ops), comm_(comm), options_(options) {
-    validate_tp(config_, comm_.world());
+                       Communicator& comm, const Layout& layout, ModelOptions options)
+    : config_(config), ops_(ops), comm_(comm), layout_(layout), options_(options) {
+    MYRIAD_CHECK(layout_.world() == comm_.world() && layout_.rank() == comm_.rank(),
+                 "layout rank {} of {} on communicator rank {} of {}", layout_.rank(),
+                 layout_.world(), comm_.rank(), comm_.world());
     MYRIAD_CHECK(options_.naive_context_tokens >= 1,
                  "ModelOptions::naive_context_tokens is {}; it must be at least 1",
                  options_.naive_context_tokens);
-    weights_ = load_weights(config_, checkpoint, ops_, comm_.rank(), comm_.world());
-    local_heads_ = config_.num_attention_heads / comm_.world();
+    weights_ = load_weights(config_, checkpoint, ops_, layout_);
+    local_heads_ = layout_.local_heads(config_.num_attention_heads);
     softmax_scale_ = compute_softmax_scale(config_);
     if (options_.faults.no_mscale_squared)
         softmax_scale_ = static_cast<float>(1.0 / std::sqrt(double(config_.qk_head_dim())));

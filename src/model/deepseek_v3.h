@@ -14,6 +14,7 @@
 #include "model/weights.h"
 #include "ops/ops.h"
 #include "parallel/communicator.h"
+#include "parallel/layout.h"
 
 namespace myriad {
 
@@ -41,8 +42,14 @@ struct ModelOptions {
 
 class DeepseekV3 {
 public:
+    // Rank layout.rank() of layout.world(), which `comm` connects (check_layout passed).
     DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
-               Communicator& comm, ModelOptions options = {});
+               Communicator& comm, const Layout& layout, ModelOptions options = {});
+    // The tensor-parallel layout of comm's ranks (routed experts split too).
+    DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
+               Communicator& comm, ModelOptions options = {})
+        : DeepseekV3(config, checkpoint, ops, comm, Layout(comm.world(), false, comm.rank()),
+                     options) {}
 
     const ModelConfig& config() const { return config_; }
     size_t weight_bytes() const { return weights_.bytes; }
@@ -72,6 +79,7 @@ private:
     ModelConfig config_;
     Ops& ops_;
     Communicator& comm_;
+    Layout layout_;
     ModelOptions options_;
     ModelWeights weights_;
     int64_t local_heads_;

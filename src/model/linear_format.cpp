@@ -105,9 +105,11 @@ std::vector<StoredTensor> stored_tensors(const ModelConfig& c, const ExpectedTen
 }
 
 void check_quantized_sharding(const ModelConfig& c, const ExpectedTensor& t, WeightFormat f,
-                              int world, const std::string& prefix) {
+                              const Layout& layout, const std::string& prefix) {
     const int64_t block = input_block(c, f);
-    if (block == 0 || t.shard != ShardKind::Cols || world <= 1) return;
+    const int world = layout.tp();
+    const ShardKind kind = t.expert >= 0 ? layout.expert_kind(t.shard) : t.shard;
+    if (block == 0 || kind != ShardKind::Cols || world <= 1) return;
     const int64_t k = t.shape[1];
     if (k % world == 0 && (k / world) % block == 0) return;
     std::vector<int> working;

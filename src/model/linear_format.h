@@ -41,11 +41,11 @@ struct StoredTensor {
 std::vector<StoredTensor> stored_tensors(const ModelConfig& config, const ExpectedTensor& t,
                                          WeightFormat format, const std::string& prefix);
 
-// Checks that `t`'s shard over `world` ranks falls on whole blocks where the packing needs it
-// (NVFP4 inputs by 16, INT4 by the group; FP8 scales use global block indices, so any split
-// works). Bad input names the tensor and --tp.
+// Checks that `t`'s shard in `layout` falls on whole blocks where the packing needs it (NVFP4
+// inputs by 16, INT4 by the group; FP8 scales use global block indices, so any split works;
+// whole experts under expert parallelism are never cut). Bad input names the tensor and --tp.
 void check_quantized_sharding(const ModelConfig& config, const ExpectedTensor& t,
-                              WeightFormat format, int world, const std::string& prefix);
+                              WeightFormat format, const Layout& layout, const std::string& prefix);
 
 // Checks presence, dtypes and shapes of every stored tensor of `t` and returns the source of the
 // whole (unsharded) weight; its quant.bytes count the whole tensor. Errors name the file, the

@@ -286,28 +286,4 @@ ModelConfig load_model_config(const std::string& path) {
     return c;
 }
 
-void validate_tp(const ModelConfig& c, int world) {
-    if (world < 1 || (world & (world - 1)) != 0)
-        bad_input("--tp {}: the tensor-parallel size must be a power of two (1, 2, 4, 8, ...)",
-                  world);
-    const std::array<std::pair<std::string_view, int64_t>, 4> fields = {{
-        {"num_attention_heads", c.num_attention_heads},
-        {"moe_intermediate_size", c.moe_intermediate_size},
-        {"intermediate_size", c.intermediate_size},
-        {"vocab_size", c.vocab_size},
-    }};
-    auto divides_all = [&](int64_t w) {
-        return std::all_of(fields.begin(), fields.end(),
-                           [w](const auto& f) { return f.second % w == 0; });
-    };
-    for (const auto& [name, value] : fields) {
-        if (value % world == 0) continue;
-        std::vector<int64_t> working;
-        for (int64_t w = 1; w <= std::min<int64_t>(c.num_attention_heads, 1 << 20); w *= 2)
-            if (divides_all(w)) working.push_back(w);
-        bad_input("{}: --tp {} does not divide field {} = {}; --tp values that work: {}", c.path,
-                  world, name, value, fmt::join(working, ", "));
-    }
-}
-
 }  // namespace myriad

@@ -85,8 +85,4 @@ ModelConfig load_model_config(const std::string& path);
 // The same from already-parsed JSON; `source` names it in errors.
 ModelConfig parse_model_config(const nlohmann::ordered_json& json, const std::string& source);
 
-// Checks that the config can be sharded over `world` tensor-parallel ranks: heads, expert and
-// dense intermediate sizes and the vocabulary divisible by world. Bad input names the field.
-void validate_tp(const ModelConfig& config, int world);
-
 }  // namespace myriad

@@ -6,8 +6,9 @@ namespace myriad {
 
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
     std::vector<ExpectedTensor> out;
+    int64_t expert = -1;  // set while the routed experts' matrices are added
     auto add = [&](std::string name, std::vector<int64_t> shape, ShardKind shard) {
-        out.push_back({std::move(name), std::move(shape), shard});
+        out.push_back({std::move(name), std::move(shape), shard, expert});
     };
     const int64_t hidden = c.hidden_size, heads = c.num_attention_heads;
     add("model.embed_tokens.weight", {c.vocab_size, hidden}, ShardKind::Rows);
@@ -41,8 +42,9 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
         }
         add(m + "gate.weight", {c.n_routed_experts, hidden}, ShardKind::Replicated);
         add(m + "gate.e_score_correction_bias", {c.n_routed_experts}, ShardKind::Replicated);
-        for (int64_t e = 0; e < c.n_routed_experts; ++e)
-            mlp(fmt::format("{}experts.{}.", m, e), c.moe_intermediate_size);
+        for (expert = 0; expert < c.n_routed_experts; ++expert)
+            mlp(fmt::format("{}experts.{}.", m, expert), c.moe_intermediate_size);
+        expert = -1;
         if (c.n_shared_experts > 0)
             mlp(m + "shared_experts.", c.moe_intermediate_size * c.n_shared_experts);
     }
@@ -51,10 +53,10 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
     return out;
 }
 
-int64_t shard_bytes(const std::vector<int64_t>& shape, ShardKind shard, int64_t esize, int world) {
-    int64_t n = esize;
-    for (int64_t d : shape) n *= d;
-    return shard == ShardKind::Replicated ? n : n / world;
+TensorShard tensor_shard(const ModelConfig& c, const ExpectedTensor& t, const Layout& layout) {
+    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+    const int64_t cols = t.shape.size() == 2 ? t.shape[1] : t.shape[0];
+    return layout.shard(t.shard, rows, cols, t.expert, c.n_routed_experts);
 }
 
 bool is_ignored_tensor(const ModelConfig& c, std::string_view name) {

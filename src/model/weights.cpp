@@ -5,6 +5,7 @@
 #include <map>
 
 #include "model/gguf_weights.h"
+#include "model/layout_check.h"
 #include "model/linear_format.h"
 #include "model/synthetic_model.h"
 #include "model/tensor_layout.h"
@@ -20,23 +21,21 @@ std::string text_model_prefix(const ModelConfig& config, const Checkpoint& ckpt)
     return "";  // the missing-tensor error will name model.embed_tokens.weight
 }
 
-void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, int world) {
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, const Layout& layout) {
     if (ckpt.synthetic_seed() != 0) {  // generated weights: only the sharding can be wrong
-        for (const auto& t : expected_tensors(config))
-            if (is_linear_weight(t.name))
-                check_quantized_sharding(config, t, linear_format(config, t.name, ""), world, "");
+        check_layout(config, layout);
         return;
     }
-    if (ckpt.gguf()) {  // any --tp works: unaligned column shards load dense (gguf_weights.h)
+    if (ckpt.gguf()) {  // unaligned GGUF column shards load dense (gguf_weights.h)
+        check_layout(config, layout);
         validate_gguf_weights(config, *ckpt.gguf());
         return;
     }
     const std::string prefix = text_model_prefix(config, ckpt);
+    check_layout(config, layout, prefix);
     for (const auto& t : expected_tensors(config)) {
         if (is_linear_weight(t.name)) {
-            const WeightFormat f = linear_format(config, t.name, prefix);
-            linear_source(config, ckpt, t, f, prefix);
-            check_quantized_sharding(config, t, f, world, prefix);
+            linear_source(config, ckpt, t, linear_format(config, t.name, prefix), prefix);
             continue;
         }
         const bool is_bias = t.name.ends_with("e_score_correction_bias");
@@ -72,12 +71,11 @@ namespace {
 
 class Loader {
   public:
-    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, int rank, int world)
+    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, const Layout& layout)
         : config_(c),
           ckpt_(ckpt),
           ops_(ops),
-          rank_(rank),
-          world_(world),
+          layout_of_ranks_(layout),
           prefix_(text_model_prefix(c, ckpt)) {
         for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
     }
@@ -86,6 +84,8 @@ class Loader {
         auto it = layout_.find(name);
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
+        const TensorShard shard = tensor_shard(config_, e, layout_of_ranks_);
+        if (!shard.held) return {};  // a routed expert of another rank
         WeightSource src;
         if (const uint64_t seed = ckpt_.synthetic_seed()) {
             src = synthetic_source(
@@ -106,14 +106,16 @@ class Loader {
         }
         // The absorbed MLA ops read kv_b_proj's rows directly: it is held dense (reference §1.6).
         src.to_dense = name.ends_with("kv_b_proj.weight");
+        MYRIAD_CHECK(shard.rows.end <= src.src_rows && shard.cols.end <= src.src_cols,
+                     "{}: shard rows [{}, {}) cols [{}, {}) outside [{}, {}]", name,
+                     shard.rows.begin, shard.rows.end, shard.cols.begin, shard.cols.end,
+                     src.src_rows, src.src_cols);
         if (e.shard == ShardKind::Rows) {
-            int64_t n = src.src_rows / world_;
-            src.row_begin = n * rank_;
-            src.row_end = n * (rank_ + 1);
+            src.row_begin = shard.rows.begin;
+            src.row_end = shard.rows.end;
         } else if (e.shard == ShardKind::Cols) {
-            int64_t n = src.src_cols / world_;
-            src.col_begin = n * rank_;
-            src.col_end = n * (rank_ + 1);
+            src.col_begin = shard.cols.begin;
+            src.col_end = shard.cols.end;
         }
         // GGUF blocks: ops read embeddings, norms and the router directly, and a column shard
         // must hold whole blocks; otherwise the shard is dequantised at load.
@@ -140,7 +142,7 @@ class Loader {
     const ModelConfig& config_;
     const Checkpoint& ckpt_;
     Ops& ops_;
-    int rank_, world_;
+    Layout layout_of_ranks_;
     std::string prefix_;
     std::map<std::string, ExpectedTensor> layout_;
     std::vector<float> scratch_;  // GGUF kv_b_proj, assembled before it is loaded
@@ -149,13 +151,12 @@ class Loader {
 
 }  // namespace
 
-ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, int rank,
-                          int world) {
-    validate_tp(c, world);
-    Loader ld(c, ckpt, ops, rank, world);
+ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
+                          const Layout& layout) {
+    Loader ld(c, ckpt, ops, layout);
     ModelWeights w;
     w.embed = ld.load("model.embed_tokens.weight");
-    w.vocab_begin = c.vocab_size / world * rank;
+    w.vocab_begin = layout.vocab(c.vocab_size).begin;
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const std::string p = fmt::format("model.layers.{}.", l);
         LayerWeights lw;

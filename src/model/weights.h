@@ -8,6 +8,7 @@
 #include "format/checkpoint.h"
 #include "model/model_config.h"
 #include "ops/ops.h"
+#include "parallel/layout.h"
 
 namespace myriad {
 
@@ -40,13 +41,15 @@ struct ModelWeights {
 std::string text_model_prefix(const ModelConfig& config, const Checkpoint& checkpoint);
 
 // Checks every tensor the forward pass reads (presence, shape, dtype; quantised linears in the
-// format the quantisation config decides, their shards aligned to its blocks for `world` ranks)
-// without loading any; bad input names the file and tensor. Logs once when vision or MTP tensors
-// are skipped.
-void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint, int world = 1);
+// format the quantisation config decides, the layout's shards possible: check_layout) without
+// loading any; bad input names the file and tensor. Logs once when vision or MTP tensors are
+// skipped.
+void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint,
+                         const Layout& layout = {});
 
-// Loads rank `rank` of `world`: each rank reads only its slices.
+// Loads rank layout.rank(): each rank reads only its slices (a routed expert another rank holds
+// under expert parallelism is left empty: gate.rows == 0).
 ModelWeights load_weights(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
-                          int rank, int world);
+                          const Layout& layout);
 
 }  // namespace myriad

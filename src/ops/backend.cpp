@@ -1,5 +1,10 @@
 #include "ops/backend.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/ranges.h>
+
 #include "util/error.h"
 
 #ifdef MYRIAD_WITH_CUDA
@@ -8,27 +13,71 @@
 
 namespace myriad {
 
-Device resolve_device(const std::string& flag, int tp, std::string* note) {
+Device resolve_device(const std::string& flag, int tp, std::string* note,
+                      const std::string& devices) {
     if (note) note->clear();
     if (flag == "cpu") return Device::Cpu;
     if (flag != "cuda" && flag != "auto") bad_input("--device {}: use auto, cpu or cuda", flag);
     std::string why;
     const int gpus = cuda_device_count(&why);
+    const char* env = std::getenv("MYRIAD_CUDA_DEVICES");
+    const bool placed = !devices.empty() || (env && *env);
     if (flag == "cuda") {
         if (gpus == 0) bad_input("--device cuda: {}; use --device cpu", why);
+        if (!placed && tp > gpus)
+            bad_input("--tp {} with --device cuda: {} GPU(s) found; --devices places ranks on "
+                      "them, several on one allowed (e.g. --devices {})",
+                      tp, gpus, fmt::format("{}", fmt::join(std::vector<int>(tp, 0), ",")));
         return Device::Cuda;
     }
     if (gpus == 0) return Device::Cpu;  // no GPU here: the CPU, silently
-    if (tp != 1) {
+    if (!placed && tp > gpus) {
         if (note)
             *note = fmt::format(
-                "device: cpu (--tp {}: tensor parallelism across GPUs is not built yet; "
-                "--tp 1 runs on the GPU)",
-                tp);
+                "device: cpu (--tp {} needs {} GPUs, {} found; --devices places several ranks "
+                "on one GPU)",
+                tp, tp, gpus);
         return Device::Cpu;
     }
-    if (note) *note = "device: cuda (GPU 0; --device cpu for the CPU)";
+    if (note)
+        *note = tp == 1 ? "device: cuda (GPU 0; --device cpu for the CPU)"
+                        : fmt::format("device: cuda ({} ranks; --devices places them, --device "
+                                      "cpu for the CPU)",
+                                      tp);
     return Device::Cuda;
+}
+
+std::vector<int> parse_devices(const std::string& flag, int tp) {
+    std::string list = flag;
+    const char* what = "--devices";
+    if (list.empty()) {
+        const char* env = std::getenv("MYRIAD_CUDA_DEVICES");
+        if (env && *env) {
+            list = env;
+            what = "MYRIAD_CUDA_DEVICES";
+        }
+    }
+    std::vector<int> out;
+    if (list.empty()) {
+        for (int r = 0; r < tp; ++r) out.push_back(r);
+        return out;
+    }
+    size_t i = 0;
+    while (i <= list.size()) {
+        const size_t j = std::min(list.find(',', i), list.size());
+        const std::string one = list.substr(i, j - i);
+        char* end = nullptr;
+        const long v = one.empty() ? -1 : std::strtol(one.c_str(), &end, 10);
+        if (one.empty() || *end != '\0' || v < 0 || v > 1023)
+            bad_input("{} {}: expected GPU indices separated by commas, e.g. 0,1 or 0,0,0,0",
+                      what, list);
+        out.push_back(static_cast<int>(v));
+        i = j + 1;
+    }
+    if (static_cast<int>(out.size()) != tp)
+        bad_input("{} {}: names {} GPU(s) for --tp {}; give one per rank (repeats allowed)", what,
+                  list, out.size(), tp);
+    return out;
 }
 
 #ifdef MYRIAD_WITH_CUDA
@@ -39,8 +88,8 @@ bool cuda_backend_built() {
 int cuda_device_count(std::string* why) {
     return cuda::device_count(why);
 }
-std::unique_ptr<Ops> make_cuda_ops(int index) {
-    return cuda::make_ops(index);
+std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs) {
+    return cuda::make_ops(index, graphs);
 }
 bool cuda_device_info(int index, GpuInfo* info) {
     return cuda::device_info(index, &info->name, &info->cc);
@@ -61,6 +110,13 @@ std::vector<std::string> cuda_built_architectures() {
 std::unique_ptr<Communicator> make_single_gpu_communicator() {
     return cuda::make_single_gpu_communicator();
 }
+std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) {
+    return cuda::make_gpu_comm_group(devices);
+}
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
+                                                    int rank, Ops& ops) {
+    return cuda::make_gpu_communicator(group, rank, ops);
+}
 double cuda_copy_bandwidth(int index) {
     return cuda::copy_bandwidth(index);
 }
@@ -80,7 +136,7 @@ int cuda_device_count(std::string* why) {
     if (why) *why = kNoCuda;
     return 0;
 }
-std::unique_ptr<Ops> make_cuda_ops(int) {
+std::unique_ptr<Ops> make_cuda_ops(int, bool) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 bool cuda_device_info(int, GpuInfo*) {
@@ -90,6 +146,13 @@ std::vector<std::string> cuda_built_architectures() {
     return {};
 }
 std::unique_ptr<Communicator> make_single_gpu_communicator() {
+    bad_input("--device cuda: {}", kNoCuda);
+}
+std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>&) {
+    bad_input("--device cuda: {}", kNoCuda);
+}
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>&, int,
+                                                    Ops&) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 double cuda_copy_bandwidth(int) {

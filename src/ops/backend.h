@@ -20,10 +20,13 @@ bool cuda_backend_built();
 int cuda_device_count(std::string* why = nullptr);
 
 // The device of a run from --device: "cpu", "cuda" (GPU 0; bad input naming the flag when there
-// is none) or "auto", the default: the GPU when one is usable and the run is one rank (GPU tensor
-// parallelism is not built yet), else the CPU. `note` gets one line when auto chose the GPU or
+// is none) or "auto", the default: the GPU when one is usable (every rank on a GPU: --devices),
+// else the CPU. `note` gets one line when auto chose the GPU or
 // passed one over, and stays empty on a machine without one.
-Device resolve_device(const std::string& flag, int tp, std::string* note);
+// With more ranks than GPUs and neither --devices (`devices`) nor MYRIAD_CUDA_DEVICES placing
+// them, auto takes the CPU (saying so) and cuda stops naming --devices.
+Device resolve_device(const std::string& flag, int tp, std::string* note,
+                      const std::string& devices = "");
 
 // GPU `index`'s name and compute capability; false without the backend or that GPU.
 bool cuda_device_info(int index, GpuInfo* info);
@@ -32,7 +35,8 @@ bool cuda_device_info(int index, GpuInfo* info);
 std::vector<std::string> cuda_built_architectures();
 
 // The CUDA backend on device `index`; bad input (exit 2) with the reason when there is none.
-std::unique_ptr<Ops> make_cuda_ops(int index);
+// `graphs` false: no CUDA graphs (ranks of several, whose collectives wait on the host).
+std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs = true);
 
 // Bytes per second of a large device-to-device copy on GPU `index` (read + written counted,
 // median of several), the roofline's bandwidth; 0 without the backend.
@@ -40,5 +44,18 @@ double cuda_copy_bandwidth(int index);
 
 // A communicator for one rank on one GPU (world 1): collectives are device-memory copies.
 std::unique_ptr<Communicator> make_single_gpu_communicator();
+
+// Ranks of this process on GPUs: devices[r] is rank r's GPU, repeats allowed (ranks on one GPU
+// reduce through plain device buffers: parallel/cuda/device_communicator.h). Bad input naming
+// --devices for a GPU that is not there.
+std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
+// Rank `rank`'s communicator, on the stream of `ops` (the CUDA backend of that rank).
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
+                                                    int rank, Ops& ops);
+
+// The GPUs of `tp` ranks: --devices "0,0,1,1" (or MYRIAD_CUDA_DEVICES when the flag is empty),
+// one per rank, repeats allowed; neither given: GPUs 0..tp-1. Bad input naming the flag when the
+// list is malformed or its length is not tp.
+std::vector<int> parse_devices(const std::string& flag, int tp);
 
 }  // namespace myriad

@@ -49,7 +49,8 @@ std::string format_line(WeightFormat f) {
                    "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
                    "expert or from 8 tokens";
         case WeightFormat::GgufBlock:
-            break;
+            return "GGUF block-quantised linears: dequantised to BF16 at load (no CUDA kernel reads "
+                   "ggml blocks; they take the BF16 kernels and their memory)";
     }
     return "";
 }
@@ -84,11 +85,6 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
     if (!sass && !ptx) {
         p.stop = fmt::format("GPU 0 ({}, {}) cannot run this build's kernels (built for {}): {}",
                              gpu.name, sm(gpu.cc), built_list, rebuild);
-        return p;
-    }
-    if (formats.count(WeightFormat::GgufBlock)) {
-        p.stop = "GGUF block-quantised weights have no CUDA kernels yet: use --device cpu (or a "
-                 "safetensors checkpoint: BF16, FP8-block, NVFP4 or INT4)";
         return p;
     }
     p.lines.push_back(fmt::format("GPU 0: {}, {}; kernels built for {}{}", gpu.name, sm(gpu.cc),

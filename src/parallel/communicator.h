@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "parallel/rank_barrier.h"
 #include "util/tensor.h"
 
 namespace myriad {
@@ -20,6 +21,14 @@ public:
     // Copies `bytes` of root's `data` to every rank's `data`.
     virtual void broadcast(void* data, size_t bytes, int root) = 0;
     virtual void barrier() = 0;
+};
+
+// What the ranks of one group share (one per group, then a communicator per rank): the meeting
+// point, which the owner aborts when a rank fails and resets once every rank left its step.
+class CommGroup {
+public:
+    virtual ~CommGroup() = default;
+    virtual RankBarrier& barrier() = 0;
 };
 
 }  // namespace myriad

@@ -7,17 +7,15 @@
 namespace myriad {
 
 CpuCommGroup::CpuCommGroup(int world)
-    : world_(world), barrier_(world), slots_(static_cast<size_t>(world), nullptr) {
-    MYRIAD_CHECK(world >= 1, "communicator world size {} must be at least 1", world);
-}
+    : world_(world),
+      barrier_(world, collective_timeout()),
+      slots_(static_cast<size_t>(world), nullptr) {}
 
 CpuCommunicator::CpuCommunicator(std::shared_ptr<CpuCommGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
     MYRIAD_CHECK(rank >= 0 && rank < group_->world_, "rank {} outside world {}", rank,
                  group_->world_);
 }
-
-void CpuCommunicator::barrier() { group_->barrier_.arrive_and_wait(); }
 
 void CpuCommunicator::all_reduce_sum(Tensor t) {
     MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}",
@@ -28,7 +26,7 @@ void CpuCommunicator::all_reduce_sum(Tensor t) {
     auto& g = *group_;
     g.slots_[rank_] = t.data;
     if (rank_ == 0 && g.scratch_.size() < n) g.scratch_.resize(n);
-    barrier();
+    wait("all_reduce_sum");
     // Each rank reduces one slice, always in rank order, so every rank sees identical sums.
     size_t begin = n * rank_ / world, end = n * (rank_ + 1) / world;
     float* scratch = g.scratch_.data();
@@ -37,9 +35,9 @@ void CpuCommunicator::all_reduce_sum(Tensor t) {
         for (int r = 0; r < world; ++r) s += static_cast<const float*>(g.slots_[r])[i];
         scratch[i] = s;
     }
-    barrier();
+    wait("all_reduce_sum");
     std::memcpy(t.data, scratch, n * sizeof(float));
-    barrier();  // the scratch and slots are reused by the next collective
+    wait("all_reduce_sum");  // the scratch and slots are reused by the next collective
 }
 
 void CpuCommunicator::all_gather(Tensor in, Tensor out) {
@@ -49,18 +47,18 @@ void CpuCommunicator::all_gather(Tensor in, Tensor out) {
                  out.nbytes(), bytes * world);
     auto& g = *group_;
     g.slots_[rank_] = in.data;
-    barrier();
+    wait("all_gather");
     for (int r = 0; r < world; ++r)
         std::memcpy(static_cast<uint8_t*>(out.data) + bytes * r, g.slots_[r], bytes);
-    barrier();
+    wait("all_gather");
 }
 
 void CpuCommunicator::broadcast(void* data, size_t bytes, int root) {
     auto& g = *group_;
     if (rank_ == root) g.slots_[root] = data;
-    barrier();
+    wait("broadcast");
     if (rank_ != root) std::memcpy(data, g.slots_[root], bytes);
-    barrier();
+    wait("broadcast");
 }
 
 }  // namespace myriad

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "model/linear_format.h"
+#include "model/layout_check.h"
 #include "util/error.h"
 
 namespace myriad::plan {
@@ -26,12 +26,9 @@ std::string_view kv_name(DType d) {
 
 // Which tensor-parallel sizes the model's shapes allow (heads, widths, vocabulary, quantised
 // blocks); the reason when not.
-std::string tp_problem(const ModelConfig& c, int tp) {
+std::string tp_problem(const ModelConfig& c, int tp, bool expert_parallel) {
     try {
-        validate_tp(c, tp);
-        for (const ExpectedTensor& t : expected_tensors(c))
-            if (is_linear_weight(t.name))
-                check_quantized_sharding(c, t, linear_format(c, t.name, ""), tp, "");
+        check_layout(c, myriad::Layout(tp, expert_parallel));
     } catch (const Error& e) {
         return e.what();
     }
@@ -44,9 +41,7 @@ std::string gb(int64_t bytes) {
     return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9);
 }
 
-std::string Layout::label() const {
-    return ep > 1 ? fmt::format("EP={} (DP attention)", ep) : fmt::format("TP={}", tp);
-}
+std::string Layout::label() const { return myriad::Layout(tp, ep > 1).label(); }
 
 int64_t kv_bytes_per_token(const ModelConfig& c, DType kv_dtype) {
     return c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim) *
@@ -54,7 +49,8 @@ int64_t kv_bytes_per_token(const ModelConfig& c, DType kv_dtype) {
 }
 
 int64_t activation_bytes(const ModelConfig& c, const PlanOptions& o, int tp, int ep) {
-    const int64_t split = ep > 1 ? 1 : tp;
+    (void)ep;  // expert parallelism moves whole experts, not activations: the same reserve
+    const int64_t split = tp;
     const int64_t ffn =
         std::max(c.intermediate_size, c.num_experts_per_tok * c.moe_intermediate_size);
     const int64_t heads = c.num_attention_heads / split, L = o.naive_context_tokens;
@@ -97,22 +93,24 @@ Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions
                      [](const Gpu& a, const Gpu& b) { return a.bytes > b.bytes; });
     std::vector<std::pair<int, int>> shapes;  // (tp, ep)
     for (int n : {1, 2, 4, 8}) shapes.push_back({n, 1});
+    // Expert parallelism (serve --expert-parallel): attention and the shared experts by heads and
+    // columns as in TP, each rank holding whole routed experts.
     for (int n : {2, 4, 8})
-        if (c.n_routed_experts > 0 && c.n_routed_experts % n == 0) shapes.push_back({1, n});
+        if (c.n_routed_experts >= n) shapes.push_back({n, n});
 
     for (auto [tp, ep] : shapes) {
         Layout l;
         l.tp = tp;
         l.ep = ep;
-        l.dp = ep;
-        l.gpus = ep > 1 ? ep : tp;
+        l.dp = 1;
+        l.gpus = tp;
         l.weights = weight_bytes_per_gpu(w, c, tp, ep);
         l.activation_bytes = activation_bytes(c, o, tp, ep);
         l.workspace_bytes = o.workspace_bytes;
         l.cuda_graph_bytes = o.cuda_graph_bytes;
         l.kv_bytes_per_token = kv_token;
         const int64_t need = l.weights.total() + l.reserve_bytes();
-        const std::string problem = tp > 1 ? tp_problem(c, tp) : std::string();
+        const std::string problem = tp > 1 ? tp_problem(c, tp, ep > 1) : std::string();
         if (gpus.empty()) {
             l.reason = "no GPUs given: pass --gpus (e.g. 8x96GB, 8xH200) or --gpus auto";
             l.free_bytes = -need;
@@ -161,6 +159,24 @@ Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions
         const Layout& best = plan.layouts[*plan.chosen];
         if (l.gpus < best.gpus || (l.gpus == best.gpus && l.ep == 1 && best.ep > 1))
             plan.chosen = i;
+    }
+    if (plan.chosen && c.n_routed_experts > 0) {
+        const Layout& l = plan.layouts[*plan.chosen];
+        if (l.tp == 1) {
+            plan.moe_note = "one GPU holds every expert";
+        } else if (l.ep == 1) {
+            plan.moe_note =
+                "experts tensor-parallel: each expert's intermediate dimension split over the "
+                "GPUs (vLLM's and SGLang's default; every rank busy on every token); "
+                "--expert-parallel places whole experts instead";
+        } else {
+            for (const Layout& t : plan.layouts)
+                if (t.tp == l.tp && t.ep == 1)
+                    plan.moe_note = fmt::format(
+                        "expert parallel (serve --expert-parallel): TP={} with experts "
+                        "tensor-parallel does not: {}",
+                        l.tp, t.reason);
+        }
     }
     return plan;
 }

@@ -61,7 +61,7 @@ struct Layout {
     std::string reason;              // why it does not fit; empty when it does
 
     int64_t reserve_bytes() const { return activation_bytes + workspace_bytes + cuda_graph_bytes; }
-    std::string label() const;  // "TP=4" or "EP=8 (DP attention)"
+    std::string label() const;  // "TP=4" or "TP=8+EP" (whole experts per GPU: --expert-parallel)
 };
 
 struct Plan {
@@ -69,6 +69,7 @@ struct Plan {
     std::optional<size_t> chosen;  // index into layouts
     DType kv_dtype = DType::BF16;
     std::string kv_note;  // where the KV dtype came from
+    std::string moe_note;  // how the chosen layout places the routed experts, and why
     int64_t context = 0, concurrency = 1;
 };
 

@@ -59,6 +59,7 @@ nlohmann::ordered_json plan_json(const PlanSubject& s, const Plan& plan) {
     nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
     for (const Layout& l : plan.layouts) layouts.push_back(layout_json(l));
     j["layouts"] = layouts;
+    j["moe_layout"] = plan.moe_note;
     j["chosen"] = plan.chosen ? layout_json(plan.layouts[*plan.chosen]) : nlohmann::ordered_json();
     return j;
 }
@@ -119,6 +120,7 @@ std::string plan_text(const PlanSubject& s, const Plan& plan) {
             "{} KV tokens; up to {} tokens of context for each of {} sequence(s)",
             l.label(), l.gpus, gb(l.weights.total()), gb(l.reserve_bytes()), gb(l.free_bytes),
             l.kv_capacity_tokens, l.max_context, plan.concurrency));
+        if (!plan.moe_note.empty()) line(fmt::format("experts      {}", plan.moe_note));
     } else {
         line("chosen       none: no layout fits");
     }

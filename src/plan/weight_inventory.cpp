@@ -8,6 +8,7 @@
 #include "format/gguf_quants.h"
 #include "model/gguf_weights.h"
 #include "model/linear_format.h"
+#include "util/error.h"
 
 namespace myriad::plan {
 
@@ -140,19 +141,14 @@ WeightInventory weights_from_gguf(const ModelConfig& c, const GgufModel& m) {
 
 GpuWeightBytes weight_bytes_per_gpu(const WeightInventory& inv, const ModelConfig& c, int tp,
                                     int ep) {
+    MYRIAD_CHECK(ep == 1 || ep == tp, "expert parallelism over {} of {} ranks", ep, tp);
     GpuWeightBytes out;
-    const int64_t experts = c.n_routed_experts;
-    int64_t expert_bytes = 0;  // EP: all routed experts, then the share of ceil(E/ep) of them
+    const myriad::Layout layout(tp, ep > 1);
     for (const auto& e : inv.entries) {
-        if (ep > 1 && e.routed_expert) {
-            expert_bytes += e.bytes;
-        } else if (e.shard == ShardKind::Replicated || (ep > 1 && !e.routed_expert)) {
-            out.replicated += e.bytes;
-        } else {
-            out.sharded += (e.bytes + tp - 1) / tp;
-        }
+        const int64_t b = layout.rank_bytes(e.bytes, e.shard, e.routed_expert, c.n_routed_experts);
+        (e.shard == ShardKind::Replicated && !(ep > 1 && e.routed_expert) ? out.replicated
+                                                                          : out.sharded) += b;
     }
-    if (expert_bytes > 0) out.sharded += expert_bytes / experts * ((experts + ep - 1) / ep);
     return out;
 }
 

@@ -52,9 +52,9 @@ WeightInventory weights_from_headers(const ModelConfig& config,
 // BF16 size.
 WeightInventory weights_from_gguf(const ModelConfig& config, const GgufModel& model);
 
-// Bytes one GPU holds. TP layouts (ep == 1) split Rows/Cols tensors, routed experts included, in
-// `tp` parts; EP layouts (tp == 1, ep > 1: data-parallel attention) keep every non-expert tensor
-// whole on each GPU and place ceil(E / ep) whole routed experts per layer on each.
+// Bytes one GPU holds (Layout::rank_bytes). TP layouts (ep == 1) split Rows/Cols tensors, routed
+// experts included, in `tp` parts; expert-parallel ones (ep == tp) split the others the same way
+// and place ceil(E / ep) whole routed experts per layer on each GPU.
 struct GpuWeightBytes {
     int64_t sharded = 0, replicated = 0;
     int64_t total() const { return sharded + replicated; }

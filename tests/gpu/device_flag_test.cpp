@@ -1,5 +1,5 @@
-// --device auto on a machine with a GPU: the GPU for one rank, the CPU (saying why) for several;
-// --device cuda is taken. The machine without a GPU: tests/device_flag_test.cpp.
+// --device auto on a machine with a GPU: the GPU for one rank, and for several when --devices
+// places them, else the CPU (saying why); --device cuda is taken. The machine without a GPU: tests/device_flag_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,15 +19,16 @@ TEST(GpuDeviceFlag, AutoPicksTheGpuForOneRank) {
     EXPECT_NE(note.find("device: cuda"), std::string::npos) << note;
     EXPECT_EQ(resolve_device("auto", 2, &note), Device::Cpu);
     EXPECT_NE(note.find("--tp 2"), std::string::npos) << note;
+    EXPECT_EQ(resolve_device("auto", 2, &note, "0,0"), Device::Cuda);
+    EXPECT_THROW(resolve_device("cuda", 2 * cuda_device_count(), &note), Error);
     EXPECT_EQ(resolve_device("cuda", 1, &note), Device::Cuda);
     EXPECT_TRUE(note.empty()) << note;  // asked for: nothing to explain
     EXPECT_EQ(resolve_device("cpu", 1, &note), Device::Cpu);
 }
 
-// Before any weight is read: safetensors goldens run on the GPU with a kernel plan naming it; a
-// GGUF of block-quantised weights falls back to the CPU under auto (saying why) and stops
-// --device cuda.
-TEST(GpuDeviceFlag, KernelPlanAndGgufFallback) {
+// Before any weight is read: safetensors goldens run on the GPU with a kernel plan naming it, and
+// so does a GGUF of block-quantised weights (dequantised to BF16 at load).
+TEST(GpuDeviceFlag, KernelPlanAndGguf) {
     const std::string dir = golden_dir("kimi_k2");
     ModelConfig c = load_model_config(dir);
     Checkpoint ckpt = Checkpoint::open(dir);
@@ -41,9 +42,8 @@ TEST(GpuDeviceFlag, KernelPlanAndGgufFallback) {
         std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/q4_k_m/tiny-Q4_K_M.gguf";
     ModelConfig gc = load_model_config(gguf);
     Checkpoint gk = Checkpoint::open(gguf);
-    EXPECT_EQ(choose_device("auto", 1, gc, gk, &note), Device::Cpu);
-    EXPECT_NE(note.find("GGUF"), std::string::npos) << note;
-    EXPECT_THROW(choose_device("cuda", 1, gc, gk, &note), Error);
+    EXPECT_EQ(choose_device("auto", 1, gc, gk, &note), Device::Cuda) << note;
+    EXPECT_EQ(choose_device("cuda", 1, gc, gk, &note), Device::Cuda) << note;
 }
 
 }  // namespace

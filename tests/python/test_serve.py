@@ -568,5 +568,23 @@ def test_sigterm_drains_and_exits_0():
         s.stop()
 
 
+def test_sigterm_at_tp8_exits_within_the_drain_timeout():
+    """Eight ranks (whole experts per rank): a request that would run far past --drain-timeout is
+    cancelled when it ends, and the process exits 0 soon after, its ranks stopped with it."""
+    s = Server("--tp", "8", "--expert-parallel", "--device", "cpu", "--drain-timeout", "1")
+    try:
+        stream = s.client().chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=4000,
+            stream=True, extra_body={"ignore_eos": True})
+        next(iter(stream))
+        start = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(30) == 0, s.output()
+        assert time.time() - start < 1 + 10, "exited within the drain timeout and the hard stop"
+        assert "layout: TP=8+EP" in s.output()
+    finally:
+        s.stop()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

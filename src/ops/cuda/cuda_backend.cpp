@@ -7,7 +7,8 @@
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
-#include "ops/cuda/single_gpu_communicator.h"
+#include "parallel/cuda/device_communicator.h"
+#include "parallel/cuda/single_gpu_communicator.h"
 #include "util/error.h"
 
 namespace myriad::cuda {
@@ -38,13 +39,15 @@ bool device_info(int index, std::string* name, int* cc) {
     return true;
 }
 
-std::unique_ptr<Ops> make_ops(int index) {
+std::unique_ptr<Ops> make_ops(int index, bool graphs) {
     std::string why;
     const int n = device_count(&why);
     if (n == 0) bad_input("--device cuda: {}; use --device cpu", why);
     if (index < 0 || index >= n)
         bad_input("--device cuda: GPU {} requested but {} found", index, n);
-    return std::make_unique<CudaOps>(index);
+    auto ops = std::make_unique<CudaOps>(index);
+    if (!graphs) ops->disable_graphs();
+    return ops;
 }
 
 // cudaMemcpy device to device of 2 GiB (several times the L2), timed with events: median of 9.
@@ -74,6 +77,21 @@ double copy_bandwidth(int index) {
 
 std::unique_ptr<Communicator> make_single_gpu_communicator() {
     return std::make_unique<SingleGpuCommunicator>();
+}
+
+std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) {
+    const int n = device_count(nullptr);
+    for (int d : devices)
+        if (d < 0 || d >= n) bad_input("--devices: GPU {} requested but {} found", d, n);
+    return std::make_shared<DeviceCommGroup>(devices);
+}
+
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
+                                                    int rank, Ops& ops) {
+    auto g = std::dynamic_pointer_cast<DeviceCommGroup>(group);
+    auto* cuda = dynamic_cast<CudaOps*>(&ops);
+    MYRIAD_CHECK(g && cuda, "a GPU communicator needs a GPU group and the CUDA backend");
+    return std::make_unique<DeviceCommunicator>(std::move(g), rank, cuda->stream());
 }
 
 }  // namespace myriad::cuda

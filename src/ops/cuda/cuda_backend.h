@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/ops.h"
 #include "parallel/communicator.h"
@@ -12,8 +13,13 @@ namespace myriad::cuda {
 int device_count(std::string* why);
 // GPU `index`'s name and compute capability (major * 10 + minor); false if there is none.
 bool device_info(int index, std::string* name, int* cc);
-std::unique_ptr<Ops> make_ops(int index);
+std::unique_ptr<Ops> make_ops(int index, bool graphs);
 std::unique_ptr<Communicator> make_single_gpu_communicator();
+// The group of ranks on GPUs devices[r] (repeats allowed), and rank `rank`'s communicator on
+// the stream of `ops` (a CudaOps).
+std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
+                                                    int rank, Ops& ops);
 double copy_bandwidth(int index);
 
 }  // namespace myriad::cuda

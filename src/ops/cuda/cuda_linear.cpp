@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf_quants.h"
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/synthetic_weight.h"
@@ -150,8 +151,38 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         return w;
     }
 
-    if (s.format == WeightFormat::GgufBlock)
-        bad_input("--device cuda: GGUF block weights have no CUDA kernels yet; use --device cpu");
+    if (s.format == WeightFormat::GgufBlock) {
+        // No CUDA kernels read ggml blocks: the shard is dequantised on the host at load and
+        // held as BF16 (F32 for a vector), as a dense checkpoint's would be.
+        const QuantizedData& q = s.quant;
+        const auto type = static_cast<GgufType>(q.gguf_type);
+        std::vector<float> row(static_cast<size_t>(w.cols));
+        auto dequant = [&](int64_t r) {
+            gguf_dequantize_range(type, q.codes + (s.row_begin + r) * q.code_row_bytes,
+                                  s.col_begin, w.cols, row.data());
+        };
+        if (s.src_rows == 1) {
+            dequant(0);
+            auto buf = std::make_shared<DeviceBuffer>(std::max<size_t>(row.size() * 4, 1));
+            upload(buf->data(), row.data(), row.size() * 4, stream_);
+            w.data = Tensor(buf->data(), DType::F32, {w.rows, w.cols}, Device::Cuda);
+            w.storage = buf;
+            return w;
+        }
+        MYRIAD_CHECK(w.cols % 8 == 0, "CUDA backend: matrix of {} columns is not a multiple of 8",
+                     w.cols);
+        std::vector<uint16_t> host(static_cast<size_t>(w.rows * w.cols));
+        for (int64_t r = 0; r < w.rows; ++r) {
+            dequant(r);
+            for (int64_t c = 0; c < w.cols; ++c)
+                host[r * w.cols + c] = ::myriad::f32_to_bf16(row[c]);
+        }
+        auto buf = std::make_shared<DeviceBuffer>(std::max<size_t>(host.size() * 2, 1));
+        upload(buf->data(), host.data(), host.size() * 2, stream_);
+        w.data = Tensor(buf->data(), DType::BF16, {w.rows, w.cols}, Device::Cuda);
+        w.storage = buf;
+        return w;
+    }
     const QuantizedData& q = s.quant;
     MYRIAD_CHECK(w.cols % 8 == 0 && s.col_begin % 8 == 0,
                  "CUDA backend: quantised shard cols [{}, {}) not aligned to 8", s.col_begin,

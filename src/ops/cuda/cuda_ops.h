@@ -129,6 +129,11 @@ class CudaOps final : public Ops {
                          const std::vector<MlpWeights>& experts, Tensor out) override;
 
     cudaStream_t stream() const { return stream_; }
+    // No CUDA graphs (several ranks: their collectives wait on the host, outside any capture).
+    void disable_graphs() {
+        drop_graphs();
+        graphs_enabled_ = false;
+    }
     // Graphs captured so far (tests: a replayed step really was replayed).
     size_t graph_count() const { return graphs_.size(); }
     int64_t graph_replays() const { return graph_replays_; }

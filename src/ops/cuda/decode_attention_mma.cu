@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     }
 }
 
-std::atomic<int64_t> opted_smem{48 * 1024};
+std::atomic<int64_t> opted_smem[kMaxDevices];  // bytes opted in per device (0: 48 KB)
 
 }  // namespace
 
@@ -355,13 +355,14 @@ int64_t decode_mma_splits(int64_t rows, int64_t heads) {
 
 void attention_absorbed_mma(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     const MmaLayout L = mma_layout(a.cache);
-    if (L.bytes > opted_smem.load()) {
+    std::atomic<int64_t>& opted = opted_smem[device_slot()];
+    if (L.bytes > 48 * 1024 && L.bytes > opted.load()) {
         // A failure shows as the launch's error.
         cudaFuncSetAttribute(decode_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              L.bytes);
         cudaFuncSetAttribute(decode_mma_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared);
-        opted_smem.store(L.bytes);
+        opted.store(L.bytes);
     }
     const dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin),
                     static_cast<unsigned>((a.heads + kHeadsPerBlock - 1) / kHeadsPerBlock),

@@ -9,6 +9,15 @@ namespace myriad::cuda {
 
 constexpr int kWarp = 32;
 
+// Kernel attributes (shared memory opt-ins) hold per device: the host's "already set" flags are
+// kept per device, indexed by this (several ranks of one process may run on several GPUs).
+constexpr int kMaxDevices = 64;
+inline int device_slot() {
+    int d = 0;
+    cudaGetDevice(&d);
+    return d >= 0 && d < kMaxDevices ? d : 0;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -10,6 +10,7 @@
 // from shared memory right before the mma, with tiles of 16 rows for decode-size batches.
 #include <cuda_bf16.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -489,14 +490,14 @@ void size_format() {
 // Every kernel's shared memory limit, once (before any graph capture where the host asks for
 // it early: grouped_mma_prepare).
 void size_all() {
-    static const bool sized = [] {
-        size_format<QFormat::Bf16>();
-        size_format<QFormat::Fp8Block>();
-        size_format<QFormat::Nvfp4>();
-        size_format<QFormat::Int4>();
-        return true;
-    }();
-    (void)sized;
+    static std::atomic<bool> sized[kMaxDevices];  // per device: attributes are the device's
+    std::atomic<bool>& done = sized[device_slot()];
+    if (done.load()) return;
+    size_format<QFormat::Bf16>();
+    size_format<QFormat::Fp8Block>();
+    size_format<QFormat::Nvfp4>();
+    size_format<QFormat::Int4>();
+    done.store(true);
 }
 
 template <QFormat F, bool Glu, int Bm, int Stages>

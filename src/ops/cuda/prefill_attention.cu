@@ -313,8 +313,9 @@ void launch(const AttnArgs& a, const StepView& st, const PrefillLayout& L, dim3 
     // shared memory too: asking for all 227 KB is refused); the shared-memory carveout is asked
     // at its largest so that three blocks (70 KB each at Moonlight's shape) share a
     // multiprocessor.
-    static std::atomic<int64_t> opted{48 * 1024};
-    if (L.bytes > opted.load()) {
+    static std::atomic<int64_t> opted_by_device[kMaxDevices];  // 0: 48 KB, the default
+    std::atomic<int64_t>& opted = opted_by_device[device_slot()];
+    if (L.bytes > 48 * 1024 && L.bytes > opted.load()) {
         cudaFuncSetAttribute(prefill_attention_kernel<VQ, Full>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(L.bytes));
