@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/device_choice.h"
+#include "model/layout_check.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
@@ -47,6 +48,8 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.device == Device::Cuda) {  // the kernels, or why this GPU cannot run the model
         const GpuKernelPlan plan = gpu_kernel_plan(config_, checkpoint_, kv_dtype_);
         if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
+        if (const std::string why = gpu_layout_problem(config_, layout_); !why.empty())
+            bad_input("--device cuda {}", why);
         for (const auto& line : plan.lines) log::info("{}", line);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "model/linear_format.h"
+#include "model/tensor_layout.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -66,6 +67,41 @@ void check_layout(const ModelConfig& c, const Layout& l, const std::string& pref
     for (const ExpectedTensor& t : expected_tensors(c))
         if (is_linear_weight(t.name))
             check_quantized_sharding(c, t, linear_format(c, t.name, prefix), l, prefix);
+}
+
+namespace {
+
+// The first linear whose shard the CUDA kernels cannot take, as a sentence; empty if none.
+std::string gpu_shard_problem(const ModelConfig& c, const Layout& l) {
+    for (const ExpectedTensor& t : expected_tensors(c)) {
+        if (!is_linear_weight(t.name) || t.shape.size() != 2) continue;
+        const TensorShard s = tensor_shard(c, t, l);
+        if (!s.held || (s.cols.size() % 8 == 0 && s.cols.begin % 8 == 0)) continue;
+        return fmt::format("{} [{}, {}] would hold inputs [{}, {}) on rank {}, and the CUDA "
+                           "kernels need a multiple of 8 inputs from a multiple of 8",
+                           t.name, t.shape[0], t.shape[1], s.cols.begin, s.cols.end, l.rank());
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string gpu_layout_problem(const ModelConfig& c, const Layout& l, const std::string& prefix) {
+    (void)prefix;
+    std::string why;
+    for (int r = 0; r < l.tp() && why.empty(); ++r) why = gpu_shard_problem(c, l.of_rank(r));
+    if (why.empty()) return {};
+    std::vector<int> working;
+    for (int w : working_tp_sizes(c, l.expert_parallel())) {
+        bool ok = true;
+        const Layout lw(w, l.expert_parallel());
+        for (int r = 0; r < w && ok; ++r) ok = gpu_shard_problem(c, lw.of_rank(r)).empty();
+        if (ok) working.push_back(w);
+    }
+    return fmt::format("--tp {}{}: {}; --tp values the GPU can run{}: {}", l.tp(),
+                       l.expert_parallel() ? " --expert-parallel" : "", why,
+                       l.expert_parallel() ? " with --expert-parallel" : "",
+                       working.empty() ? std::string("none") : fmt::format("{}", fmt::join(working, ", ")));
 }
 
 }  // namespace myriad

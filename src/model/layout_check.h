@@ -15,6 +15,12 @@ namespace myriad {
 // Bad input naming the field or tensor, its size and the --tp values that work.
 void check_layout(const ModelConfig& config, const Layout& layout, const std::string& prefix = "");
 
+// Why the CUDA kernels cannot run `layout` (empty: they can): every linear's shard must have a
+// multiple of 8 input columns (eight elements share a load and a scale lookup), starting at a
+// multiple of 8. Names the tensor, its shard and the --tp values whose shards the GPU takes.
+std::string gpu_layout_problem(const ModelConfig& config, const Layout& layout,
+                               const std::string& prefix = "");
+
 // The --tp values (powers of two up to the head count) check_layout accepts.
 std::vector<int> working_tp_sizes(const ModelConfig& config, bool expert_parallel);
 
