@@ -71,6 +71,7 @@ class Engine {
     }
 
     int64_t max_model_len() const { return max_model_len_; }
+    int64_t vocab_size() const { return workers_.config().vocab_size; }
     EngineStats stats();
     const BlockManager& block_manager() const { return blocks_; }
 
