@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "api/api_error.h"
+#include "api/client_connection.h"
 #include "util/error.h"
 
 namespace myriad::api {
@@ -109,6 +110,7 @@ Generation::Generation(ServerState& state, std::vector<SequenceSpec> specs,
             std::make_unique<IncrementalDetokenizer>(*m.tokenizer, g.skip_special_tokens, keep);
         try {
             seq->handle = m.engine->submit(s.prompt, std::move(s.params));
+            if (ClientConnection* c = current_client()) c->hold(seq->handle);
         } catch (const Error& e) {
             cancel();
             fail(e.kind() == ErrorKind::BadInput ? 400 : 500, "", "{}", e.what());

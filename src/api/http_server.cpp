@@ -38,7 +38,7 @@ HttpServer::HttpServer(ServerState& state)
     srv.set_tcp_nodelay(true);
     srv.set_keep_alive_max_count(1000);
     srv.set_read_timeout(30);
-    srv.set_write_timeout(30);
+    srv.set_write_timeout(static_cast<time_t>(o.stream_write_timeout + 0.5));
     srv.set_payload_max_length(o.max_request_bytes);
 
     srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -84,23 +84,29 @@ HttpServer::HttpServer(ServerState& state)
                 if (needs_model && !state_.ready())
                     fail(503, "", "the model is still loading ({}); see GET /health",
                          state_.phase());
-                ClientConnection client(req.remote_addr, req.remote_port, req.local_addr,
-                                        req.local_port);
-                ScopedClient scoped(client);
+                auto client = std::make_shared<ClientConnection>(
+                    req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+                ScopedClient scoped(*client);
                 Reply r = fn(state_, req.body);
                 status = r.status;
                 res.status = r.status;
                 if (r.stream) {
                     res.set_header("Cache-Control", "no-cache");
                     auto stream = std::move(r.stream);
-                    res.set_chunked_content_provider("text/event-stream",
-                                                     [stream](size_t, httplib::DataSink& sink) {
-                                                         stream([&sink](std::string_view s) {
-                                                             return sink.write(s.data(), s.size());
-                                                         });
-                                                         sink.done();
-                                                         return true;
-                                                     });
+                    const ServerOptions& opt = state_.options();
+                    const size_t max_unsent = opt.max_unsent_bytes;
+                    const auto timeout = std::chrono::milliseconds(
+                        static_cast<int64_t>(opt.stream_write_timeout * 1000));
+                    res.set_chunked_content_provider(
+                        "text/event-stream",
+                        [stream, client, max_unsent, timeout](size_t, httplib::DataSink& sink) {
+                            stream([&](std::string_view s) {
+                                return client->wait_for_reader(s.size(), max_unsent, timeout) &&
+                                       sink.write(s.data(), s.size());
+                            });
+                            sink.done();
+                            return true;
+                        });
                 } else {
                     res.set_content(r.body, r.content_type);
                 }

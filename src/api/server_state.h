@@ -44,6 +44,8 @@ struct ServerOptions {
     int64_t max_num_seqs = 64;
     int64_t max_queue = 256;
     size_t max_request_bytes = size_t{32} << 20;
+    size_t max_unsent_bytes = size_t{1} << 20;  // a stream's unread output before it pauses
+    double stream_write_timeout = 30;           // seconds a stream's client may read nothing
     std::string api_key;
     std::string tool_call_parser;     // "" = from model_type
     std::string reasoning_parser;     // "" = from model_type

@@ -94,6 +94,7 @@ class Engine {
     std::condition_variable cv_;
     std::vector<std::unique_ptr<Sequence>> pending_;
     bool stop_ = false;
+    bool stalled_ = false;  // the last step scheduled nothing though sequences remain (paused)
     uint64_t next_id_ = 1;
     EngineStats stats_;
     std::thread thread_;
