@@ -63,7 +63,9 @@ TEST(Admission, EveryEngineRefusalGivesTheSlotsBack) {
         {"empty prompt", [](SequenceSpec& s) { s.prompt.clear(); }},
         {"prompt id", [&](SequenceSpec& s) { s.prompt.push_back(static_cast<TokenId>(vocab)); }},
         {"prompt length",
-         [&](SequenceSpec& s) { s.prompt.assign(static_cast<size_t>(r.engine->max_model_len()), 1); }},
+         [&](SequenceSpec& s) {
+             s.prompt.assign(static_cast<size_t>(r.engine->max_model_len()), 1);
+         }},
         {"temperature", [](SequenceSpec& s) { s.params.temperature = -1; }},
         {"top_p", [](SequenceSpec& s) { s.params.top_p = 0; }},
         {"top_k", [](SequenceSpec& s) { s.params.top_k = -2; }},
@@ -75,7 +77,9 @@ TEST(Admission, EveryEngineRefusalGivesTheSlotsBack) {
         {"min_tokens", [](SequenceSpec& s) { s.params.min_tokens = 5; }},
         {"top_logprobs", [](SequenceSpec& s) { s.params.top_logprobs = 21; }},
         {"logit_bias",
-         [&](SequenceSpec& s) { s.params.logit_bias = {{static_cast<TokenId>(vocab), 1.f}}; }},
+         [&](SequenceSpec& s) {
+             s.params.logit_bias = {{static_cast<TokenId>(vocab), 1.f}};
+         }},
         {"stop_token_ids",
          [&](SequenceSpec& s) { s.params.stop_token_ids = {static_cast<TokenId>(vocab + 7)}; }},
         {"forced_tokens", [](SequenceSpec& s) { s.params.forced_tokens = {-1}; }},
