@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 
 #include "util/log.h"
 
@@ -20,6 +22,10 @@ namespace myriad::api {
 namespace {
 
 thread_local ClientConnection* t_current = nullptr;
+
+// The connections (by peer address and port) that are in a handler or streaming its reply.
+std::mutex g_serving_mutex;
+std::multiset<std::pair<std::string, int>> g_serving;
 
 // The address and port of a socket endpoint as cpp-httplib writes them.
 bool endpoint(const sockaddr_storage& ss, std::string& addr, int& port) {
@@ -48,7 +54,47 @@ ClientConnection::ClientConnection(std::string remote_addr, int remote_port,
       remote_port_(remote_port),
       local_port_(local_port),
       start_(std::chrono::steady_clock::now()),
-      next_check_(start_ + std::chrono::milliseconds(100)) {}
+      next_check_(start_ + std::chrono::milliseconds(100)) {
+    std::lock_guard<std::mutex> lock(g_serving_mutex);
+    g_serving.emplace(remote_addr_, remote_port_);
+}
+
+ClientConnection::~ClientConnection() {
+    std::lock_guard<std::mutex> lock(g_serving_mutex);
+    auto it = g_serving.find({remote_addr_, remote_port_});
+    if (it != g_serving.end()) g_serving.erase(it);
+}
+
+bool serving(const std::string& remote_addr, int remote_port) {
+    std::lock_guard<std::mutex> lock(g_serving_mutex);
+    return g_serving.count({remote_addr, remote_port}) > 0;
+}
+
+std::vector<Connection> connections(int local_port) {
+    std::vector<Connection> out;
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) return out;
+    while (const dirent* e = readdir(dir)) {
+        char* end = nullptr;
+        const long fd = std::strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0') continue;
+        struct stat st;
+        if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        sockaddr_storage peer{}, self{};
+        socklen_t pl = sizeof peer, sl = sizeof self;
+        std::string addr;
+        int port = 0;
+        Connection c;
+        c.fd = static_cast<int>(fd);
+        if (getsockname(c.fd, reinterpret_cast<sockaddr*>(&self), &sl) == 0 &&
+            endpoint(self, addr, port) && port == local_port &&
+            getpeername(c.fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
+            endpoint(peer, c.remote_addr, c.remote_port))
+            out.push_back(std::move(c));
+    }
+    closedir(dir);
+    return out;
+}
 
 int ClientConnection::find_socket() const {
     DIR* dir = opendir("/proc/self/fd");
@@ -148,24 +194,7 @@ bool ClientConnection::wait_for_reader(size_t next, size_t max_unsent,
 }
 
 void shutdown_connections(int local_port) {
-    DIR* dir = opendir("/proc/self/fd");
-    if (!dir) return;
-    while (const dirent* e = readdir(dir)) {
-        char* end = nullptr;
-        const long fd = std::strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != '\0') continue;
-        struct stat st;
-        if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-        sockaddr_storage peer{}, self{};
-        socklen_t pl = sizeof peer, sl = sizeof self;
-        std::string addr;
-        int port = 0;
-        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&self), &sl) == 0 &&
-            endpoint(self, addr, port) && port == local_port &&
-            getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pl) == 0)
-            shutdown(static_cast<int>(fd), SHUT_RDWR);
-    }
-    closedir(dir);
+    for (const Connection& c : connections(local_port)) shutdown(c.fd, SHUT_RDWR);
 }
 
 ClientConnection* current_client() { return t_current; }

@@ -22,6 +22,9 @@ class ClientConnection {
   public:
     ClientConnection(std::string remote_addr, int remote_port, std::string local_addr,
                      int local_port);
+    ~ClientConnection();
+    ClientConnection(const ClientConnection&) = delete;
+    ClientConnection& operator=(const ClientConnection&) = delete;
     // True once the peer has closed (or reset) the connection. Looks at most every 50 ms, and
     // only after the request has run 100 ms (short requests never pay for the lookup).
     bool closed();
@@ -63,6 +66,17 @@ class ScopedClient {
 
 // current_client() && current_client()->closed().
 bool client_gone();
+
+// An accepted connection of the process: its socket and its peer.
+struct Connection {
+    int fd = -1;
+    std::string remote_addr;
+    int remote_port = 0;
+};
+// The connections the process accepted on `local_port`.
+std::vector<Connection> connections(int local_port);
+// Whether a ClientConnection of this peer exists: its request is in a handler or streaming.
+bool serving(const std::string& remote_addr, int remote_port);
 
 // Shuts down every connection the process accepted on `local_port` (both directions), so a
 // worker blocked reading an idle or half-sent request returns at once: stop() does not wait for

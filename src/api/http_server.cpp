@@ -8,6 +8,7 @@
 #include "api/chat_handler.h"
 #include "api/client_connection.h"
 #include "api/completions_handler.h"
+#include "api/read_deadline.h"
 #include "api/request_headers.h"
 #include "api/tokenize_handler.h"
 #include "util/error.h"
@@ -262,6 +263,9 @@ int HttpServer::bind(const std::string& host, int port) {
         bad_input("cannot listen on {}:{} (--host, --port): the address is in use or not local",
                   host, port);
     port_ = bound;
+    read_deadline_ = std::make_unique<ReadDeadline>(
+        bound, std::chrono::milliseconds(
+                   static_cast<int64_t>(state_.options().request_read_timeout * 1000)));
     return bound;
 }
 
@@ -274,6 +278,7 @@ void HttpServer::stop() {
     // Workers blocked on idle keep-alive or half-sent requests return now, not at their read
     // timeout (which each trickled byte restarts).
     if (port_ > 0) shutdown_connections(port_);
+    read_deadline_.reset();
 }
 
 }  // namespace myriad::api

@@ -16,6 +16,8 @@ class Server;
 
 namespace myriad::api {
 
+class ReadDeadline;
+
 class HttpServer {
   public:
     explicit HttpServer(ServerState& state);
@@ -34,6 +36,7 @@ class HttpServer {
     ServerState& state_;
     std::unique_ptr<httplib::Server> server_;
     int port_ = 0;
+    std::unique_ptr<ReadDeadline> read_deadline_;
 };
 
 }  // namespace myriad::api

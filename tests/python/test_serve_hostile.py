@@ -135,6 +135,60 @@ def test_bearer_scheme_is_case_insensitive(server):
         assert r.status_code == 401, (value, r.text)
 
 
+def test_trickled_requests_are_closed_at_the_read_deadline():
+    deadline = 3
+    s = Server("--request-read-timeout", str(deadline))
+    stop = threading.Event()
+    socks = []
+    try:
+        body = json.dumps({"model": MODEL, "prompt": "hi"}).encode()
+        heads = [b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100] * 2 + [
+            b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (
+                len(body) + 100) + body]
+        for head in heads:
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            socks.append(c)
+            c.sendall(head[:-100])
+
+        def trickle(c, rest):
+            for i in range(len(rest)):  # one byte a second, at most 100 s: outlasts the test
+                try:
+                    c.send(rest[i:i + 1])
+                except OSError:
+                    return  # the server closed it
+                if stop.wait(1):
+                    return
+
+        threads = [threading.Thread(target=trickle, args=(c, h[-100:]), daemon=True)
+                   for c, h in zip(socks, heads)]
+        t_attack = time.time()
+        for t in threads:
+            t.start()
+        t0 = time.time()
+        r = requests.post(s.url + "/v1/chat/completions", timeout=120,
+                          json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+                                "max_tokens": 3})
+        print(f"a chat request during the attack took {time.time() - t0:.2f} s")
+        assert r.status_code == 200, r.text
+        assert all(t.is_alive() for t in threads), "the attack outlasted the request"
+        for c in socks:
+            c.settimeout(deadline + 20)
+            try:
+                data = c.recv(65536)
+            except ConnectionResetError:
+                data = b""
+            except socket.timeout:
+                raise AssertionError("a trickling connection outlived the read deadline")
+            assert b"200 OK" not in data
+        print(f"trickling connections closed {time.time() - t_attack:.1f} s into the attack")
+        assert "did not send a whole request within" in s.output()
+    finally:
+        stop.set()
+        for c in socks:
+            c.close()
+        s.stop()
+
+
 def test_sigterm_exits_despite_trickling_and_idle_connections():
     drain = 3
     s = Server("--drain-timeout", str(drain))
