@@ -5,7 +5,10 @@ namespace myriad::api {
 const char* error_type(int status) {
     switch (status) {
         case 400:
+        case 411:
         case 413:
+        case 414:
+        case 431:
             return "invalid_request_error";
         case 401:
             return "authentication_error";

@@ -1,5 +1,7 @@
 #include "api/auth.h"
 
+#include <cctype>
+
 namespace myriad::api {
 
 bool Auth::protects(std::string_view path) {
@@ -8,9 +10,14 @@ bool Auth::protects(std::string_view path) {
 
 bool Auth::accepts(std::string_view authorization) const {
     if (!enabled()) return true;
-    constexpr std::string_view kBearer = "Bearer ";
-    if (authorization.substr(0, kBearer.size()) != kBearer) return false;
+    // RFC 7235: the scheme is case-insensitive, then one or more spaces before the token.
+    constexpr std::string_view kBearer = "bearer";
+    if (authorization.size() <= kBearer.size()) return false;
+    for (size_t i = 0; i < kBearer.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(authorization[i])) != kBearer[i]) return false;
     std::string_view given = authorization.substr(kBearer.size());
+    if (given.front() != ' ') return false;
+    while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
     // Constant time in the key's length: no early exit on the first differing byte.
     unsigned diff = given.size() == key_.size() ? 0u : 1u;
     for (size_t i = 0; i < key_.size(); ++i)

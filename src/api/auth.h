@@ -1,5 +1,5 @@
 // API key check: with a key configured, /v1/* (and tokenize/detokenize) need
-// `Authorization: Bearer <key>`; /health and /metrics stay open for probes and scrapers.
+// `Authorization: Bearer <key>` (the scheme in any case); /health and /metrics stay open for probes and scrapers.
 #pragma once
 
 #include <string>

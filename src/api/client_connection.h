@@ -4,10 +4,17 @@
 // its two endpoints (cpp-httplib 0.11 does not hand handlers the socket) and peeked without
 // blocking; a peer that closed reads as end of file. An agent that times out and retries then
 // frees its sequence at once instead of leaving it to run to max_tokens.
+// It also applies back-pressure to a stream: while the client leaves more than --max-unsent-bytes
+// of it unread (the socket's send queue), the request's sequences are paused; a client that reads
+// nothing for the stream write timeout gets its request cancelled.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "engine/request.h"
 
 namespace myriad::api {
 
@@ -15,18 +22,31 @@ class ClientConnection {
   public:
     ClientConnection(std::string remote_addr, int remote_port, std::string local_addr,
                      int local_port);
+    ~ClientConnection();
+    ClientConnection(const ClientConnection&) = delete;
+    ClientConnection& operator=(const ClientConnection&) = delete;
     // True once the peer has closed (or reset) the connection. Looks at most every 50 ms, and
     // only after the request has run 100 ms (short requests never pay for the lookup).
     bool closed();
 
+    // The request's sequences (Generation adds them), paused together by wait_for_reader.
+    void hold(std::shared_ptr<RequestHandle> handle) { handles_.push_back(std::move(handle)); }
+    // Before `next` more bytes of a stream: waits while the unsent output (what the socket has
+    // not delivered) passes `max_unsent` or the socket takes no more, pausing the sequences
+    // meanwhile. False (logged) once the client went away or read nothing for `timeout`.
+    bool wait_for_reader(size_t next, size_t max_unsent, std::chrono::milliseconds timeout);
+
   private:
     int find_socket() const;
+    void pause(bool on);
 
     std::string remote_addr_, local_addr_;
     int remote_port_, local_port_;
     int fd_ = -2;  // -2: not looked up yet; -1: not found
     bool closed_ = false;
+    bool told_paused_ = false;  // logged once per request
     std::chrono::steady_clock::time_point start_, next_check_;
+    std::vector<std::shared_ptr<RequestHandle>> handles_;
 };
 
 // The connection of the request this thread is handling (set by the HTTP server around a
@@ -46,5 +66,21 @@ class ScopedClient {
 
 // current_client() && current_client()->closed().
 bool client_gone();
+
+// An accepted connection of the process: its socket and its peer.
+struct Connection {
+    int fd = -1;
+    std::string remote_addr;
+    int remote_port = 0;
+};
+// The connections the process accepted on `local_port`.
+std::vector<Connection> connections(int local_port);
+// Whether a ClientConnection of this peer exists: its request is in a handler or streaming.
+bool serving(const std::string& remote_addr, int remote_port);
+
+// Shuts down every connection the process accepted on `local_port` (both directions), so a
+// worker blocked reading an idle or half-sent request returns at once: stop() does not wait for
+// a client that trickles bytes.
+void shutdown_connections(int local_port);
 
 }  // namespace myriad::api

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "api/api_error.h"
+#include "api/client_connection.h"
 #include "util/error.h"
 
 namespace myriad::api {
@@ -39,6 +40,19 @@ SamplingParams sampling_params(const ServerState& state, const GenerationFields&
     p.presence_penalty = g.presence_penalty;
     p.frequency_penalty = g.frequency_penalty;
     p.seed = g.seed;
+    // Token ids are checked here, before admission, against the model's vocabulary (the engine
+    // would refuse them too, but only after the request took its slots).
+    const int64_t vocab = state.model().engine->vocab_size();
+    for (TokenId t : g.stop_token_ids)
+        if (t < 0 || t >= vocab)
+            fail(400, "stop_token_ids",
+                 "'stop_token_ids' has {}, outside this model's vocabulary of {} tokens", t,
+                 vocab);
+    for (const auto& [t, b] : g.logit_bias)
+        if (t < 0 || t >= vocab)
+            fail(400, "logit_bias",
+                 "'logit_bias' names token {}, outside this model's vocabulary of {} tokens", t,
+                 vocab);
     p.stop_token_ids = g.stop_token_ids;
     p.logit_bias = g.logit_bias;
     p.ignore_eos = g.ignore_eos;
@@ -75,12 +89,12 @@ Generation::Generation(ServerState& state, std::vector<SequenceSpec> specs,
                        const GenerationFields& g, bool parser_markers)
     : state_(state) {
     const int64_t n = static_cast<int64_t>(specs.size());
-    if (!state.try_admit(n))
+    admission_ = state.try_admit(n);
+    if (!admission_)
         fail(429, "",
              "the server is full ({} sequences running or queued, limit {} = --max-num-seqs + "
              "--max-queue); retry later",
              state.in_flight(), state.options().max_num_seqs + state.options().max_queue);
-    admitted_ = n;
     const LoadedServerModel& m = state.model();
     std::vector<TokenId> keep;
     if (parser_markers) keep = parser_special_tokens(*m.tokenizer);
@@ -96,6 +110,7 @@ Generation::Generation(ServerState& state, std::vector<SequenceSpec> specs,
             std::make_unique<IncrementalDetokenizer>(*m.tokenizer, g.skip_special_tokens, keep);
         try {
             seq->handle = m.engine->submit(s.prompt, std::move(s.params));
+            if (ClientConnection* c = current_client()) c->hold(seq->handle);
         } catch (const Error& e) {
             cancel();
             fail(e.kind() == ErrorKind::BadInput ? 400 : 500, "", "{}", e.what());
@@ -108,7 +123,6 @@ Generation::~Generation() {
     cancel();
     const Usage u = total_usage();
     state_.metrics().tokens(u.prompt_tokens, u.cached_tokens, u.completion_tokens);
-    state_.release(admitted_);
 }
 
 void Generation::cancel() {

@@ -80,8 +80,9 @@ class Generation {
     void finish_cancelled(size_t i, const std::function<void(Piece&)>& on_piece);
 
     ServerState& state_;
+    // Declared before seqs_: destroyed after them, also when the constructor throws.
+    Admission admission_;
     std::vector<std::unique_ptr<Seq>> seqs_;
-    int64_t admitted_ = 0;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

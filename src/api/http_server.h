@@ -1,6 +1,8 @@
 // The HTTP front: cpp-httplib's server with a thread pool sized for every admitted request plus a
-// few for probes, short keep-alive, the body limit, API-key checks and the routes of the
-// OpenAI-compatible API, /health, /metrics and /tokenize, /detokenize.
+// few for probes, short keep-alive, the body limit (on the decoded body, chunked or not), refusal
+// of ambiguous framing, API-key checks, and the route table (http_server.cpp) of the
+// OpenAI-compatible API, /health, /metrics and /tokenize, /detokenize. Handlers read the
+// request's headers through current_request_headers() (request_headers.h).
 #pragma once
 
 #include <memory>
@@ -14,6 +16,8 @@ class Server;
 
 namespace myriad::api {
 
+class ReadDeadline;
+
 class HttpServer {
   public:
     explicit HttpServer(ServerState& state);
@@ -25,11 +29,14 @@ class HttpServer {
     int bind(const std::string& host, int port);
     // Serves until stop(); returns once the listener closed and the workers finished.
     void run();
+    // Closes the listener and every open connection (idle or half-read) at once.
     void stop();
 
   private:
     ServerState& state_;
     std::unique_ptr<httplib::Server> server_;
+    int port_ = 0;
+    std::unique_ptr<ReadDeadline> read_deadline_;
 };
 
 }  // namespace myriad::api

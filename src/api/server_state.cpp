@@ -25,17 +25,27 @@ double ServerState::seconds_since_start() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-bool ServerState::try_admit(int64_t seqs) {
+Admission ServerState::try_admit(int64_t seqs) {
     const int64_t limit = options_.max_num_seqs + options_.max_queue;
     int64_t cur = in_flight_.load();
     do {
-        if (cur + seqs > limit) return false;
+        if (seqs <= 0 || cur + seqs > limit) return {};
     } while (!in_flight_.compare_exchange_weak(cur, cur + seqs));
-    return true;
+    return Admission(this, seqs);
 }
 
-void ServerState::release(int64_t seqs) {
-    in_flight_ -= seqs;
+Admission& Admission::operator=(Admission&& o) noexcept {
+    if (this != &o) {
+        if (seqs_ > 0) state_->release(seqs_);
+        state_ = o.state_;
+        seqs_ = o.seqs_;
+        o.seqs_ = 0;
+    }
+    return *this;
+}
+
+Admission::~Admission() {
+    if (seqs_ > 0) state_->release(seqs_);
 }
 
 }  // namespace myriad::api

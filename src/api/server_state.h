@@ -19,6 +19,24 @@
 namespace myriad::api {
 
 class PromptRenderer;
+class ServerState;
+
+// Admitted sequences, given back when the guard goes (every path: success, error, exception).
+class Admission {
+  public:
+    Admission() = default;
+    Admission(ServerState* state, int64_t seqs) : state_(state), seqs_(seqs) {}
+    Admission(Admission&& o) noexcept : state_(o.state_), seqs_(o.seqs_) { o.seqs_ = 0; }
+    Admission& operator=(Admission&& o) noexcept;
+    ~Admission();
+    Admission(const Admission&) = delete;
+    Admission& operator=(const Admission&) = delete;
+    explicit operator bool() const { return seqs_ > 0; }
+
+  private:
+    ServerState* state_ = nullptr;
+    int64_t seqs_ = 0;
+};
 
 struct ServerOptions {
     std::string served_model_name;
@@ -26,6 +44,9 @@ struct ServerOptions {
     int64_t max_num_seqs = 64;
     int64_t max_queue = 256;
     size_t max_request_bytes = size_t{32} << 20;
+    size_t max_unsent_bytes = size_t{1} << 20;  // a stream's unread output before it pauses
+    double stream_write_timeout = 30;           // seconds a stream's client may read nothing
+    double request_read_timeout = 30;           // seconds to send a whole request
     std::string api_key;
     std::string tool_call_parser;     // "" = from model_type
     std::string reasoning_parser;     // "" = from model_type
@@ -59,9 +80,9 @@ class ServerState {
     const LoadedServerModel& model() const { return model_; }
     double seconds_since_start() const;
 
-    // Admission of `seqs` sequences; false (nothing taken) past max-num-seqs + max-queue.
-    bool try_admit(int64_t seqs);
-    void release(int64_t seqs);
+    // Admission of `seqs` (> 0) sequences, held until the guard is destroyed; an empty guard
+    // (nothing taken) past max-num-seqs + max-queue.
+    Admission try_admit(int64_t seqs);
     int64_t in_flight() const { return in_flight_.load(); }
 
     // SIGTERM: new requests get 503; with cancel set, running ones stop at their next token.
@@ -71,6 +92,9 @@ class ServerState {
     bool cancelling() const { return cancel_all_.load(); }
 
   private:
+    friend class Admission;
+    void release(int64_t seqs) { in_flight_ -= seqs; }
+
     ServerOptions options_;
     Auth auth_;
     Metrics metrics_;

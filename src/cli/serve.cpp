@@ -33,6 +33,9 @@ struct ServeArgs {
     int64_t max_model_len = 0;
     int64_t max_queue = 256;
     int64_t max_request_bytes = int64_t{32} << 20;
+    int64_t max_unsent_bytes = int64_t{1} << 20;
+    double stream_write_timeout = 30;
+    double request_read_timeout = 30;
     int64_t kv_blocks = 0;
     EngineFlags engine;
     std::string chat_template;
@@ -47,6 +50,14 @@ void check_args(const ServeArgs& a) {
     if (a.max_queue < 0) bad_input("--max-queue {} must be at least 0", a.max_queue);
     if (a.max_request_bytes < 1024)
         bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
+    if (a.max_unsent_bytes < 4096)
+        bad_input("--max-unsent-bytes {} must be at least 4096", a.max_unsent_bytes);
+    if (!(a.request_read_timeout >= 1))
+        bad_input("--request-read-timeout {} must be at least 1 (seconds)",
+                  a.request_read_timeout);
+    if (!(a.stream_write_timeout >= 1))
+        bad_input("--stream-write-timeout {} must be at least 1 (seconds)",
+                  a.stream_write_timeout);
     if (a.port < 0 || a.port > 65535) bad_input("--port {} must be in 0..65535", a.port);
     if (a.max_model_len < 0) bad_input("--max-model-len {} must be positive", a.max_model_len);
     for (const std::string& p : {a.tool_call_parser})
@@ -79,6 +90,9 @@ int run_serve(ServeArgs& a) {
     o.max_num_seqs = a.engine.max_num_seqs;
     o.max_queue = a.max_queue;
     o.max_request_bytes = static_cast<size_t>(a.max_request_bytes);
+    o.max_unsent_bytes = static_cast<size_t>(a.max_unsent_bytes);
+    o.stream_write_timeout = a.stream_write_timeout;
+    o.request_read_timeout = a.request_read_timeout;
     o.api_key = a.api_key;
     o.tool_call_parser = a.tool_call_parser;
     o.reasoning_parser = a.reasoning_parser;
@@ -201,6 +215,15 @@ Run add_serve(CLI::App& app) {
                    "sequences waiting beyond --max-num-seqs before 429 (default 256)");
     app.add_option("--max-request-bytes", a->max_request_bytes,
                    "largest request body; larger gets 413 (default 32 MiB)");
+    app.add_option("--max-unsent-bytes", a->max_unsent_bytes,
+                   "a stream's output its client has not read before its sequences pause "
+                   "(default 1 MiB)");
+    app.add_option("--request-read-timeout", a->request_read_timeout,
+                   "seconds a client has to send a whole request, headers and body, however "
+                   "slowly its bytes come (default 30)");
+    app.add_option("--stream-write-timeout", a->stream_write_timeout,
+                   "seconds a client may read nothing of its stream before it is cancelled "
+                   "(default 30)");
     app.add_option("--kv-blocks", a->kv_blocks,
                    "KV-cache blocks of 16 tokens (default: 1024 tokens per --max-num-seqs)");
     app.add_option("--chat-template", a->chat_template,

@@ -181,10 +181,12 @@ bool Engine::step() {
     for (Sequence* seq : scheduler_.all())
         if (seq->handle->cancelled()) finish(seq, FinishReason::Abort, {});
     std::vector<ScheduledSeq> batch = scheduler_.schedule();
+    stalled_ = false;
     if (batch.empty()) {
         if (config_.check_invariants) blocks_.check_invariants();
         publish_stats(0, false);  // cancelled requests may have freed blocks
-        return !scheduler_.idle();
+        stalled_ = !scheduler_.idle();  // every sequence left is paused
+        return stalled_;
     }
 
     const int64_t bs = blocks_.block_size(), vocab = workers_.config().vocab_size;
@@ -322,7 +324,11 @@ void Engine::loop() {
                 worked = false;
                 lock.lock();
             }
-            cv_.wait(lock, has_work);
+            if (stalled_)  // only paused sequences: look again soon, not at once
+                cv_.wait_for(lock, std::chrono::milliseconds(5),
+                             [&] { return stop_ || !pending_.empty(); });
+            else
+                cv_.wait(lock, has_work);
             if (stop_) return;
         }
         step();

@@ -71,6 +71,7 @@ class Engine {
     }
 
     int64_t max_model_len() const { return max_model_len_; }
+    int64_t vocab_size() const { return workers_.config().vocab_size; }
     EngineStats stats();
     const BlockManager& block_manager() const { return blocks_; }
 
@@ -93,6 +94,7 @@ class Engine {
     std::condition_variable cv_;
     std::vector<std::unique_ptr<Sequence>> pending_;
     bool stop_ = false;
+    bool stalled_ = false;  // the last step scheduled nothing though sequences remain (paused)
     uint64_t next_id_ = 1;
     EngineStats stats_;
     std::thread thread_;

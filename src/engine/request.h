@@ -40,6 +40,10 @@ public:
     // Asks the engine to stop this request at its next step; its blocks are freed then.
     void cancel() { cancelled_ = true; }
     bool cancelled() const { return cancelled_; }
+    // Back-pressure: while paused the engine does not schedule the request (it keeps its
+    // blocks); its client is not taking the output it has.
+    void pause(bool on) { paused_ = on; }
+    bool paused() const { return paused_; }
 
     // Engine side.
     void push(RequestOutput out);
@@ -51,6 +55,7 @@ private:
     std::deque<RequestOutput> queue_;
     bool final_taken_ = false;
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> paused_{false};
 };
 
 }  // namespace myriad

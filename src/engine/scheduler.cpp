@@ -36,6 +36,10 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
     // Running sequences: decode tokens and the rest of prompts already started.
     for (size_t i = 0; i < running_.size() && budget > 0;) {
         Sequence* seq = running_[i].get();
+        if (seq->handle && seq->handle->paused()) {  // its client is not reading: skip it
+            ++i;
+            continue;
+        }
         const int64_t n = std::min(seq->remaining(), budget);
         bool fits = blocks_.grow(seq->blocks, seq->num_computed + n);
         while (!fits && running_.size() > i + 1) {
