@@ -4,7 +4,7 @@ CMAKE_FLAGS ?=
 MODEL ?= models/myriad-tiny
 FUZZ_RUNS ?= 400000
 
-.PHONY: all deps test-deps configure build release gpu-test run test unit-test fuzz bench format clean
+.PHONY: all deps test-deps configure build myriad install release gpu-test run test unit-test fuzz bench format clean
 
 all: build
 
@@ -14,10 +14,20 @@ deps:
 test-deps:
 	@bash tools/install_deps.sh --test
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+# The CUDA kernels: `make build` (and so `make test`) compiles them wherever nvcc is found, as CI
+# does; `make run` only where a GPU answers (nvidia-smi) or MYRIAD_CUDA=ON asks for them.
+HAVE_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
+BUILD_CUDA := $(or $(MYRIAD_CUDA),AUTO)
+RUN_CUDA := $(or $(MYRIAD_CUDA),$(if $(HAVE_GPU),AUTO,OFF))
 
-configure: $(BUILD)/build.ninja
+# Configures build/ once, and again only when the CUDA choice changes.
+define configure_with
+	@grep -qx 'MYRIAD_CUDA:STRING=$(1)' $(BUILD)/CMakeCache.txt 2>/dev/null && [ -f $(BUILD)/build.ninja ] || \
+	  cmake -S . -B $(BUILD) -G Ninja -DMYRIAD_CUDA=$(1) $(CMAKE_FLAGS)
+endef
+
+configure:
+	$(call configure_with,$(BUILD_CUDA))
 
 build: deps configure
 	@if grep -q myriad_ops_cuda $(BUILD)/build.ninja; then \
@@ -36,8 +46,19 @@ release:
 gpu-test:
 	bash tools/gpu_run.sh
 
+# The server binary alone: what `make run` and `make install` need.
+myriad: deps
+	$(call configure_with,$(RUN_CUDA))
+	@start=$$(date +%s); cmake --build $(BUILD) --target myriad || exit 1; \
+	 echo "build: myriad $$(( $$(date +%s) - start )) s"
+
+# PREFIX/bin/myriad (what `myriad service install` then puts in ExecStart).
+PREFIX ?= /usr/local
+install: myriad
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
 PORT ?= 8000
-run: build
+run: myriad
 	@echo "myriad serve: http://127.0.0.1:$(PORT)/v1 (Ctrl-C stops it). Try:"
 	@echo "  curl http://127.0.0.1:$(PORT)/v1/chat/completions -H 'Content-Type: application/json' \\"
 	@echo "    -d '{\"model\": \"myriad-tiny\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32}'"

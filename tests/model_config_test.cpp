@@ -432,6 +432,65 @@ TEST(ModelConfig, CheckLayoutSaysWhichSizesWork) {
     }
 }
 
+// Counts beyond any model's are refused before anything is sized by them (a billion layers
+// used to allocate the per-layer tables first and end in bad_alloc).
+TEST(ModelConfig, HugeCountsAreRefusedNamingTheField) {
+    const Json v3 = fixture_json("deepseek-v3-fp8");
+    for (const char* field : {"num_hidden_layers", "n_routed_experts", "vocab_size"}) {
+        for (int64_t n : {int64_t{100'000'000}, int64_t{1'000'000'000}}) {
+            Json j = v3;
+            j[field] = n;
+            if (std::string_view(field) == "n_routed_experts")
+                j["n_group"] = 1, j["topk_group"] = 1;
+            EXPECT_HAS(parse_error(j), fmt::format("field {} = {} is more than", field, n));
+        }
+    }
+    Json j = v3;  // each count within bounds, their product not
+    j["num_hidden_layers"] = 1000;
+    j["n_routed_experts"] = 8192;
+    EXPECT_HAS(parse_error(j),
+               "field num_hidden_layers = 1000 times field n_routed_experts = 8192");
+}
+
+TEST(ModelConfig, TokenIdsAndRopeThetaOutOfRange) {
+    const Json v3 = fixture_json("deepseek-v3-fp8");
+    Json j = v3;
+    j["bos_token_id"] = -1;
+    EXPECT_HAS(parse_error(j), "field bos_token_id = -1 is not a token id");
+    j = v3;
+    j["bos_token_id"] = 129280;
+    EXPECT_HAS(parse_error(j),
+               "field bos_token_id = 129280 is not a token id: the vocabulary "
+               "has ids 0 to 129279");
+    j = v3;
+    j["eos_token_id"] = {1, -5};
+    EXPECT_HAS(parse_error(j), "field eos_token_id holds -5, not a token id");
+    j = v3;
+    j["rope_theta"] = 1e308;
+    EXPECT_HAS(parse_error(j), "field rope_theta = 1e+308 is more than 1e+12");
+    // An eos id past the vocabulary is only warned about (it can never be sampled).
+    j = v3;
+    j["eos_token_id"] = 200000;
+    EXPECT_EQ(parse_model_config(j, "config.json").eos_token_ids, std::vector<int64_t>{200000});
+}
+
+// A config whose counts need more weights than its folder's files hold names the field.
+TEST(ModelConfig, CountsAreBoundedByTheWeightFiles) {
+    testing::TempDir dir;
+    Json j = fixture_json("deepseek-v3-fp8");
+    j.erase("quantization_config");
+    dir.write("config.json", j.dump());
+    dir.write("model.safetensors", std::string(1 << 20, '\0'));  // 1 MB: far too small
+    try {
+        load_model_config(dir.path());
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+        EXPECT_HAS(std::string(e.what()), "field num_hidden_layers = 61 needs at least");
+        EXPECT_HAS(std::string(e.what()), "the model's files hold 1048576 bytes");
+    }
+}
+
 TEST(ModelConfig, FileErrorsNameTheFile) {
     testing::TempDir dir;
     try {

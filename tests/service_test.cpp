@@ -66,8 +66,7 @@ TEST(ServiceInstall, DryRunPrintsTheUnit) {
     EXPECT_TRUE(has_line(r.out, "User=svc")) << r.out;
     const std::string exec = "ExecStart=" + std::string(MYRIAD_BINARY) + " serve " +
                              std::filesystem::absolute(golden("kimi_k2")).string() +
-                             " --served-model-name " + golden("kimi_k2") +
-                             " --port 8001 --max-num-seqs 4";
+                             " --served-model-name kimi_k2" + " --port 8001 --max-num-seqs 4";
     EXPECT_NE(r.out.find(exec + "\n"), std::string::npos) << exec << "\n" << r.out;
     // The planner chose one GPU for this small model.
     EXPECT_TRUE(has_line(r.out, "Environment=CUDA_VISIBLE_DEVICES=0")) << r.out;
@@ -76,6 +75,24 @@ TEST(ServiceInstall, DryRunPrintsTheUnit) {
     r = run_myriad("service install " + golden("kimi_k2") + " --tp 2 --gpus 2x80GB --dry-run");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(has_line(r.out, "Environment=CUDA_VISIBLE_DEVICES=0,1")) << r.out;
+}
+
+// An installed myriad on PATH (make install) runs the service, not the build tree's binary;
+// the shipped model serves as myriad-tiny.
+TEST(ServiceInstall, ExecStartRunsTheInstalledBinary) {
+    TempDir tmp;
+    std::filesystem::create_directories(tmp.file("bin"));
+    tmp.write("bin/myriad", "#!/bin/sh\n");
+    std::filesystem::permissions(tmp.file("bin/myriad"), std::filesystem::perms::owner_all);
+    const std::string out = tmp.file("unit");
+    const std::string cmd = "env PATH=" + tmp.file("bin") + ":/usr/bin:/bin " +
+                            std::string(MYRIAD_BINARY) + " service install --gpus 1x80GB " +
+                            "--dry-run >" + out + " 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const std::string unit = testing::slurp(out);
+    EXPECT_NE(unit.find("ExecStart=" + tmp.file("bin/myriad") + " serve "), std::string::npos)
+        << unit;
+    EXPECT_NE(unit.find(" --served-model-name myriad-tiny"), std::string::npos) << unit;
 }
 
 TEST(ServiceInstall, BadInput) {

@@ -11,6 +11,7 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tiktoken_tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -60,6 +61,52 @@ TEST(RegexDialect, ScriptsMeanTheirScriptAndWhiteSpaceIsUnicodes) {
     int n = 0;
     space.for_each_match("a\u180eb\u3000c\u0085", [&](size_t, size_t) { ++n; });
     EXPECT_EQ(n, 2);
+}
+
+// A run of letters without a space is one piece however long: PCRE2's JIT stack (1 MiB at
+// first) grows instead of refusing it ("JIT stack limit reached" at about 131,000 letters).
+TEST(RegexDialect, LongRunsOfLettersAreOnePiece) {
+    // Kimi's word alternatives: the greedy letter classes with their optional suffix.
+    Regex word(
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\s+)",
+        "t");
+    for (size_t n : {size_t{131'000}, size_t{1'000'000}}) {
+        const std::string text = " " + std::string(n, 'a') + " b";
+        std::vector<std::pair<size_t, size_t>> pieces;
+        word.for_each_match(text, [&](size_t b, size_t e) { pieces.emplace_back(b, e); });
+        ASSERT_EQ(pieces.size(), 2u) << n;
+        EXPECT_EQ(pieces[0], std::make_pair(size_t{0}, n + 1));
+        EXPECT_EQ(pieces[1], std::make_pair(n + 1, n + 3));
+    }
+}
+
+// A chain of Replace normalizers that multiplies the text is refused before it takes the
+// machine's memory (it reached 4.96 GB), and the message names the field, not the file.
+TEST(Normalizer, GrowthIsBounded) {
+    nlohmann::ordered_json ten_as = {
+        {"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(10, 'a')}};
+    nlohmann::ordered_json chain = {{"type", "Sequence"},
+                                    {"normalizers", nlohmann::ordered_json::array()}};
+    for (int i = 0; i < 12; ++i) chain["normalizers"].push_back(ten_as);
+    auto n = make_normalizer(chain, "/srv/models/secret/tokenizer.json", "normalizer");
+    std::string text(1000, 'a');
+    try {
+        n->normalize(text);
+        FAIL() << "grew to " << text.size() << " bytes";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+        EXPECT_NE(msg.find("tokenizer.json field normalizer.normalizers[1]: normalizing grows the "
+                           "text past 97536 bytes"),
+                  std::string::npos)
+            << msg;
+        EXPECT_EQ(msg.find("/srv/models"), std::string::npos) << msg;
+    }
+    // Growth within the bound normalizes.
+    chain["normalizers"] = {ten_as, ten_as};
+    std::string small = "ab";
+    make_normalizer(chain, "tokenizer.json", "normalizer")->normalize(small);
+    EXPECT_EQ(small, std::string(100, 'a') + "b");
 }
 
 TEST(RegexDialect, ClassIntersectionBecomesALookAhead) {

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
       libopenblas-dev libpcre2-dev libicu-dev xz-utils libcpp-httplib-dev
-      libcurl4-openssl-dev libssl-dev)
+      libcurl4-openssl-dev libssl-dev libedit-dev)
 if [[ "${1:-}" == "--test" ]]; then
     pkgs+=(libgtest-dev clang libclang-rt-dev python3 python3-venv)
 fi

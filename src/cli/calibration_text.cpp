@@ -5,7 +5,8 @@
 namespace myriad::cli {
 
 extern const char* const kCalibrationText;
-const char* const kCalibrationText = R"(The river had been rising for three days before anyone in the valley took it seriously. On the fourth morning the ferryman tied his boat to the old oak above the landing, walked up to the mill, and told the miller that the lower field would be under water by nightfall. The miller, who had seen floods come and go for forty years, finished weighing a sack of barley before he answered. "Then we move the grain today," he said, and by noon half the village was carrying sacks up the hill.
+const char* const kCalibrationText =
+    R"(The river had been rising for three days before anyone in the valley took it seriously. On the fourth morning the ferryman tied his boat to the old oak above the landing, walked up to the mill, and told the miller that the lower field would be under water by nightfall. The miller, who had seen floods come and go for forty years, finished weighing a sack of barley before he answered. "Then we move the grain today," he said, and by noon half the village was carrying sacks up the hill.
 
 User: Can you explain what a hash table is, in two sentences?
 Assistant: A hash table stores key-value pairs in an array and uses a hash function to turn each key into an index, so looking up, inserting or deleting a key takes constant time on average. When two keys land on the same index (a collision), the table resolves it by chaining entries in a list or by probing for another free slot.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "api/prompt_renderer.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
+#include "cli/line_reader.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -160,14 +162,12 @@ int run_chat(ChatArgs& a) {
                      (long long)engine.max_model_len(), kHelp);
 
     Conversation conv(a.system);
-    std::string line;
+    LineReader input(color ? "\x1b[1m> \x1b[0m" : "> ");
     for (;;) {
-        if (tty_in) {
-            std::fputs(color ? "\x1b[1m> \x1b[0m" : "> ", stdout);
-            std::fflush(stdout);
-        }
         g_interrupted = false;
-        if (!std::getline(std::cin, line)) break;
+        std::optional<std::string> next = input.next();
+        if (!next) break;
+        const std::string& line = *next;
         if (line.empty()) continue;
         if (line[0] == '/') {
             std::istringstream words(line);

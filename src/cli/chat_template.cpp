@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_path.h"
 #include "format/json_file.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -33,7 +34,7 @@ Run add_chat_template(CLI::App& app) {
     app.add_option("--template", args->template_file,
                    "Jinja file that replaces the model's chat template");
     return [args] {
-        std::string model = resolve_model(args->model);
+        std::string model = resolve_model_folder(args->model, /*tokenizer_only=*/true);
         nlohmann::ordered_json request = read_json_file(args->request);
         ChatTemplate tmpl = args->template_file.empty()
                                 ? ChatTemplate::load(model)

@@ -69,10 +69,9 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     wo.model.naive_context_tokens = f.naive_context_tokens;
     const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;
-    wo.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks
-                                   : std::max(context, f.max_num_seqs * s.seq_tokens) /
-                                             wo.kv_block_size +
-                                         1;
+    wo.kv_blocks = s.kv_blocks > 0
+                       ? s.kv_blocks
+                       : std::max(context, f.max_num_seqs * s.seq_tokens) / wo.kv_block_size + 1;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
     EngineConfig ec;
     ec.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;

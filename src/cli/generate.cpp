@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -83,7 +83,8 @@ int run_concurrency(const GenerateArgs& a, Engine& engine, const SamplingParams&
     if (a.requests < 1) bad_input("--requests {} must be at least 1", a.requests);
     std::mt19937 rng(1);
     std::vector<TokenId> prefix;
-    for (int64_t i = 0; i < a.shared_prefix; ++i) prefix.push_back(static_cast<TokenId>(rng() % vocab));
+    for (int64_t i = 0; i < a.shared_prefix; ++i)
+        prefix.push_back(static_cast<TokenId>(rng() % vocab));
     auto make_prompt = [&] {
         if (!fixed_prompt.empty()) return fixed_prompt;
         std::vector<TokenId> p = prefix;
@@ -111,11 +112,11 @@ int run_concurrency(const GenerateArgs& a, Engine& engine, const SamplingParams&
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     EngineStats st = engine.stats();
-    std::printf("requests %lld, concurrency %lld: %.3f s; prompt %.1f tok/s (%lld cached of %lld); "
-                "generated %.1f tok/s; %lld steps, %lld preemptions\n",
-                (long long)a.requests, (long long)a.concurrency, s, prompt_tokens / s,
-                (long long)cached, (long long)prompt_tokens, generated / s, (long long)st.steps,
-                (long long)st.preemptions);
+    std::printf(
+        "requests %lld, concurrency %lld: %.3f s; prompt %.1f tok/s (%lld cached of %lld); "
+        "generated %.1f tok/s; %lld steps, %lld preemptions\n",
+        (long long)a.requests, (long long)a.concurrency, s, prompt_tokens / s, (long long)cached,
+        (long long)prompt_tokens, generated / s, (long long)st.steps, (long long)st.preemptions);
     return 0;
 }
 
@@ -140,7 +141,8 @@ int run_generate(GenerateArgs& a) {
     if (!a.prompt_text.empty()) prompt = tokenizer->encode(a.prompt_text, false);
     if (!a.chat_text.empty()) {
         nlohmann::ordered_json request = {
-            {"messages", nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.chat_text}}})}};
+            {"messages",
+             nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.chat_text}}})}};
         // The rendered prompt holds BOS when the template writes it: no second one.
         prompt = tokenizer->encode(ChatTemplate::load(dir).render(request), false);
     }
@@ -180,10 +182,10 @@ int run_generate(GenerateArgs& a) {
             std::printf("%s\n", tokenizer->decode(tokens, false).c_str());
     }
     std::fflush(stdout);
-    log::info("{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
-              "({:.1f} tok/s); temperature {}, tp {}",
-              a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature,
-              a.engine.tp);
+    log::info(
+        "{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
+        "({:.1f} tok/s); temperature {}, tp {}",
+        a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature, a.engine.tp);
     return 0;
 }
 
@@ -204,8 +206,9 @@ Run add_generate(CLI::App& app) {
     app.add_option("--concurrency", a->concurrency,
                    "throughput mode: keep C requests in flight (with --requests)");
     app.add_option("--requests", a->requests, "throughput mode: requests in all");
-    app.add_option("--input-len", a->input_len,
-                   "throughput mode without --prompt-ids: random prompts of N tokens (default 128)");
+    app.add_option(
+        "--input-len", a->input_len,
+        "throughput mode without --prompt-ids: random prompts of N tokens (default 128)");
     app.add_option("--shared-prefix", a->shared_prefix,
                    "throughput mode: the first N prompt tokens are the same in every request");
     return [a] { return run_generate(*a); };

@@ -53,6 +53,12 @@ int run_plan(const PlanArgs& a) {
         std::printf("%s\n", plan::plan_json(s, p).dump(2).c_str());
     else
         std::printf("%s", plan::plan_text(s, p).c_str());
+    // A script can test whether the model fits the GPUs given (or found).
+    if (!p.chosen && !g.gpus.empty()) {
+        std::fprintf(stderr, "myriad: %s: no layout fits %s\n", m.name.c_str(),
+                     plan::describe_gpus(g.gpus).c_str());
+        return 1;
+    }
     return 0;
 }
 

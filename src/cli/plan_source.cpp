@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/model_path.h"
 #include "format/gguf.h"
 #include "format/json_file.h"
 #include "format/safetensors.h"
@@ -80,7 +81,7 @@ PlanModel load_plan_model(const std::string& model) {
         m.weights = plan::weights_from_gguf(m.config, *gguf);
         return m;
     }
-    std::string path = resolve_model(model);
+    std::string path = model_path(model);
     fs::path p(path);
     if (fs::is_regular_file(p) && p.extension() == ".json") p = p.parent_path();
     if (!fs::exists(p / "config.json") && looks_like_repo_id(model))

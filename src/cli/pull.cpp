@@ -1,11 +1,16 @@
 // myriad pull ORG/NAME[@REVISION]: plans first (from the config and the shards' headers, fetched
 // by Range), then downloads into the HF cache: parallel, resumable, every file verified.
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/plan_source.h"
 #include "hub/downloader.h"
+#include "hub/hub_api.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "util/error.h"
@@ -61,6 +66,41 @@ void plan_before_pull(const PullArgs& a, const hub::RepoRef& ref, const hub::Rep
             ref.text(), plan::describe_gpus(g.gpus));
 }
 
+// Says what the pull waits for when an answer takes more than a second: a hub that does not
+// answer shows as that, not as silence until the timeout.
+class WaitNotice {
+  public:
+    explicit WaitNotice(std::string what)
+        : thread_([this, what = std::move(what)] {
+              std::unique_lock lock(mu_);
+              if (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; }))
+                  log::info("{}", what);
+          }) {}
+    ~WaitNotice() {
+        {
+            std::lock_guard lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    WaitNotice(const WaitNotice&) = delete;
+    WaitNotice& operator=(const WaitNotice&) = delete;
+
+  private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;  // last: it starts once the members above exist
+};
+
+std::string waiting_for(const std::string& what, const hub::HttpSettings& s) {
+    return fmt::format(
+        "waiting for {} to answer ({}; up to {:g} s a try, {} tries: MYRIAD_HUB_TIMEOUT, "
+        "MYRIAD_HUB_RETRIES; HF_ENDPOINT sets the hub)",
+        hub::hub_endpoint(), what, s.timeout_s, s.retries);
+}
+
 int run_pull(const PullArgs& a) {
     const auto ref = hub::parse_repo_id(a.model);
     if (!ref) bad_input("{}: expected ORG/NAME or ORG/NAME@REVISION", a.model);
@@ -72,15 +112,19 @@ int run_pull(const PullArgs& a) {
     o.jobs = a.jobs;
     o.chunk_bytes = chunk_from_env();
     if (o.jobs < 1 || o.jobs > 64) bad_input("--jobs {} must be 1 to 64", o.jobs);
-    const hub::RepoInfo info = hub::fetch_repo_info(*ref, s);
+    const hub::RepoInfo info = [&] {
+        WaitNotice notice(waiting_for("the file list of " + ref->text(), s));
+        return hub::fetch_repo_info(*ref, s);
+    }();
     std::printf("%s: revision %s, %zu files\n", ref->text().c_str(), info.commit.c_str(),
                 info.files.size());
     if (!a.no_plan) {
         bool has_config = false;
         for (const auto& f : info.files) has_config |= f.path == "config.json";
-        if (has_config)
+        if (has_config) {
+            WaitNotice notice(waiting_for("the config and tensor headers to plan with", s));
             plan_before_pull(a, *ref, info, s);
-        else
+        } else
             log::warn("{}: no config.json; not a model to plan, downloading", ref->text());
     }
     const hub::PullResult r = hub::pull(info, o, s);

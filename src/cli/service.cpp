@@ -16,6 +16,8 @@
 #include "cli/commands.h"
 #include "cli/plan_source.h"
 #include "cli/systemd_unit.h"
+#include "format/gguf.h"
+#include "hub/hf_cache.h"
 #include "plan/memory_plan.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -47,6 +49,42 @@ bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
     return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
         return a == flag || a.starts_with(flag + "=");
     });
+}
+
+// The name the service serves under: ORG/NAME as given, else the model's folder (or .gguf
+// file) name, not its absolute path; myriad-tiny for the shipped model.
+std::string served_name(const std::string& model) {
+    if (model.empty()) return "myriad-tiny";
+    std::error_code ec;
+    if (!fs::exists(model, ec) && hub::parse_repo_id(model)) return model;
+    fs::path p = fs::path(model).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();  // a trailing slash
+    return is_gguf_path(p.string()) ? p.stem().string() : p.filename().string();
+}
+
+// The binary ExecStart runs: this one, unless it lies in a build tree (which the next build or
+// `make clean` replaces under the running service) and an installed myriad is on PATH
+// (`make install` puts one in PREFIX/bin).
+std::string service_binary() {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "myriad";
+    if (!fs::exists(self.parent_path() / "CMakeCache.txt", ec)) return self.string();
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path ? path : "";
+    while (!dirs.empty()) {
+        const size_t colon = dirs.find(':');
+        const fs::path candidate = fs::path(dirs.substr(0, colon)) / "myriad";
+        dirs = colon == std::string_view::npos ? "" : dirs.substr(colon + 1);
+        if (::access(candidate.c_str(), X_OK) != 0) continue;
+        if (fs::equivalent(candidate, self, ec)) continue;
+        return fs::absolute(candidate).lexically_normal().string();
+    }
+    log::warn(
+        "ExecStart runs {} from its build tree, which the next build replaces; "
+        "`make install` (PREFIX=/usr/local) installs myriad on PATH for the service",
+        self.string());
+    return self.string();
 }
 
 // Runs a program (no shell); its exit status.
@@ -85,22 +123,15 @@ int run_install(const ServiceArgs& a) {
         if (auto it = std::find(flags.begin(), flags.end(), model); it != flags.end())
             flags.erase(it);
     const std::string dir = resolve_model(model);
-    std::error_code ec;
-    if (!fs::exists(fs::path(dir) / "config.json", ec))
-        bad_input(
-            "{}: no model there (a folder with config.json, or ORG/NAME in the HF cache; "
-            "myriad pull fetches one)",
-            model.empty() ? dir : model);
     const std::string model_abs = fs::absolute(dir).lexically_normal().string();
 
     UnitOptions u;
     u.description = fmt::format("myriad OpenAI-compatible server ({})",
                                 model.empty() ? "shipped model" : model);
-    const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
-    u.exec = {exe.empty() ? "myriad" : exe, "serve", model_abs};
-    if (!model.empty() && !has_flag(flags, "--served-model-name")) {
+    u.exec = {service_binary(), "serve", model_abs};
+    if (!has_flag(flags, "--served-model-name")) {
         u.exec.push_back("--served-model-name");
-        u.exec.push_back(model);
+        u.exec.push_back(served_name(model));
     }
     u.exec.insert(u.exec.end(), flags.begin(), flags.end());
     u.user = a.user;
@@ -143,6 +174,7 @@ int run_install(const ServiceArgs& a) {
         return 0;
     }
     const fs::path unit = fs::path(a.unit_dir) / (a.name + ".service");
+    std::error_code ec;
     fs::create_directories(a.unit_dir, ec);
     {
         std::ofstream out(unit, std::ios::trunc);

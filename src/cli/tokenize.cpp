@@ -15,95 +15,66 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_path.h"
 #include "format/json_file.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace myriad::cli {
 
 namespace {
 
-int hex4(std::string_view s, size_t i) {
-    if (i + 4 > s.size()) return -1;
-    int v = 0;
-    for (size_t k = i; k < i + 4; ++k) {
-        char c = s[k];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
-// The value of a line holding one JSON string; a lone surrogate escape becomes U+FFFD. Returns
-// false when the line is not a JSON string.
-bool parse_json_string(std::string_view line, std::string& out) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
-        line.remove_suffix(1);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    if (line.size() < 2 || line.front() != '"' || line.back() != '"') return false;
-    out.clear();
-    for (size_t i = 1; i + 1 < line.size(); ++i) {
-        char c = line[i];
-        if (c == '"') return false;
-        if (c != '\\') {
-            out += c;
+// `json` with every escaped UTF-16 surrogate that is not half of a pair (\uD800 alone) written as
+// \uFFFD, so that nlohmann reads it as U+FFFD (Python's errors="replace") instead of failing.
+std::string replace_lone_surrogates(std::string_view json) {
+    auto hex4 = [&](size_t at) -> int {
+        if (at + 4 > json.size()) return -1;
+        int v = 0;
+        for (size_t k = at; k < at + 4; ++k) {
+            const char c = json[k];
+            const int d = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+            if (d < 0) return -1;
+            v = v * 16 + d;
+        }
+        return v;
+    };
+    auto escape_at = [&](size_t at) {  // the \uXXXX at `at`, or -1
+        return at + 1 < json.size() && json[at] == '\\' && json[at + 1] == 'u' ? hex4(at + 2) : -1;
+    };
+    std::string out;
+    out.reserve(json.size());
+    for (size_t i = 0; i < json.size();) {
+        if (json[i] != '\\' || i + 1 >= json.size()) {
+            out += json[i++];
             continue;
         }
-        if (i + 2 >= line.size()) return false;
-        char e = line[++i];
-        switch (e) {
-            case '"':
-                out += '"';
-                break;
-            case '\\':
-                out += '\\';
-                break;
-            case '/':
-                out += '/';
-                break;
-            case 'b':
-                out += '\b';
-                break;
-            case 'f':
-                out += '\f';
-                break;
-            case 'n':
-                out += '\n';
-                break;
-            case 'r':
-                out += '\r';
-                break;
-            case 't':
-                out += '\t';
-                break;
-            case 'u': {
-                int cp = hex4(line, i + 1);
-                if (cp < 0) return false;
-                i += 4;
-                if (cp >= 0xd800 && cp <= 0xdbff && i + 6 < line.size() && line[i + 1] == '\\' &&
-                    line[i + 2] == 'u') {
-                    int lo = hex4(line, i + 3);
-                    if (lo >= 0xdc00 && lo <= 0xdfff) {
-                        utf8::append(out, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
-                        i += 6;
-                        break;
-                    }
-                }
-                if (cp >= 0xd800 && cp <= 0xdfff)
-                    out += utf8::kReplacement;
-                else
-                    utf8::append(out, static_cast<uint32_t>(cp));
-                break;
-            }
-            default:
-                return false;
+        const int cp = escape_at(i);
+        if (cp < 0xd800 || cp > 0xdfff) {  // another escape (or \u of no surrogate): as is
+            out.append(json, i, 2);
+            i += 2;
+            continue;
+        }
+        const int low = cp <= 0xdbff ? escape_at(i + 6) : -1;
+        if (low >= 0xdc00 && low <= 0xdfff) {
+            out.append(json, i, 12);
+            i += 12;
+        } else {
+            out += "\\uFFFD";
+            i += 6;
         }
     }
+    return out;
+}
+
+// The value of a line holding one JSON string (a lone surrogate escape becomes U+FFFD); false
+// when the line is not one JSON string.
+bool parse_json_string(const std::string& line, std::string& out) {
+    const auto j = nlohmann::json::parse(replace_lone_surrogates(line), nullptr, false);
+    if (!j.is_string()) return false;
+    out = j.get<std::string>();
     return true;
 }
 
@@ -157,7 +128,7 @@ Run add_tokenize(CLI::App& app) {
     return [a, &app]() -> int {
         bool has_text = app.count("TEXT") > 0;
         if (a->jsonl == has_text) bad_input("tokenize: give TEXT or --jsonl (one of them)");
-        auto tok = Tokenizer::load(resolve_model(a->model));
+        auto tok = Tokenizer::load(resolve_model_folder(a->model, /*tokenizer_only=*/true));
         if (has_text) {
             print_ids(tok->encode(a->text, a->add_special));
             return 0;
@@ -187,7 +158,7 @@ Run add_detokenize(CLI::App& app) {
     return [a, &app]() -> int {
         bool has_ids = app.count("IDS") > 0;
         if (a->jsonl == has_ids) bad_input("detokenize: give IDS or --jsonl (one of them)");
-        auto tok = Tokenizer::load(resolve_model(a->model));
+        auto tok = Tokenizer::load(resolve_model_folder(a->model, /*tokenizer_only=*/true));
         auto check = [&](const std::vector<TokenId>& ids, const std::string& where) {
             for (TokenId id : ids)
                 if (id >= tok->vocab_size() || !tok->id_to_token(id))

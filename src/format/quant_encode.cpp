@@ -52,8 +52,7 @@ Nvfp4Quantized nvfp4_quantize(const float* w, int64_t n, int64_t k) {
     return q;
 }
 
-Fp8BlockQuantized fp8_block_quantize(const float* w, int64_t n, int64_t k, int64_t br,
-                                     int64_t bc) {
+Fp8BlockQuantized fp8_block_quantize(const float* w, int64_t n, int64_t k, int64_t br, int64_t bc) {
     Fp8BlockQuantized q;
     const int64_t nb = (n + br - 1) / br, kb = (k + bc - 1) / bc;
     q.codes.resize(static_cast<size_t>(n * k));

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "model/config_bounds.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -134,6 +135,16 @@ ModelConfig gguf_model_config(const GgufModel& m) {
     if (!(c.routed_scaling_factor > 0.0) || !(c.rms_norm_eps > 0.0) || !(c.rope_theta > 0.0))
         bad_input("{}: metadata {}, {} and {} must be positive", file, key("expert_weights_scale"),
                   key("attention.layer_norm_rms_epsilon"), key("rope.freq_base"));
+    const ConfigFieldNames names{
+        "metadata " + key("block_count"),        "metadata " + key("expert_count"),
+        "tensor token_embd.weight's vocabulary", "metadata " + key("embedding_length"),
+        "metadata tokenizer.ggml.bos_token_id",  "metadata tokenizer.ggml.eos_token_id",
+        "metadata " + key("rope.freq_base"),
+    };
+    check_config_values(c, names, file);
+    uint64_t bytes = 0;
+    for (const auto& f : m.files()) bytes += f->size();
+    check_config_fits(c, bytes, names, file);
     return c;
 }
 

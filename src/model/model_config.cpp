@@ -8,6 +8,7 @@
 
 #include "format/json_fields.h"
 #include "format/json_file.h"
+#include "model/config_bounds.h"
 #include "model/gguf_config.h"
 #include "util/error.h"
 
@@ -213,6 +214,23 @@ void validate(const JsonFields& t, const ModelConfig& c) {
     }
 }
 
+ConfigFieldNames field_names(const JsonFields& t) {
+    auto field = [&](std::string_view name) { return "field " + t.field_name(name); };
+    return {field("num_hidden_layers"), field("n_routed_experts"), field("vocab_size"),
+            field("hidden_size"),       field("bos_token_id"),     field("eos_token_id"),
+            field("rope_theta")};
+}
+
+// Bytes of the weight files (*.safetensors) in `folder`; 0 when there are none.
+uint64_t weight_file_bytes(const std::filesystem::path& folder) {
+    std::error_code ec;
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::directory_iterator(folder, ec))
+        if (e.path().extension() == ".safetensors" && e.is_regular_file(ec))
+            total += e.file_size(ec);
+    return total;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const Json& json, const std::string& source) {
@@ -264,6 +282,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
         c.quantization_config = *q;
     }
     c.quant = parse_quant_config(c.quantization_config, source, nullptr, "");
+    check_config_values(c, field_names(text), source);
     return c;
 }
 
@@ -283,6 +302,15 @@ ModelConfig load_model_config(const std::string& path) {
     if (fs::exists(hf, ec))
         c.quant = parse_quant_config(c.quantization_config, file, read_json_file(hf.string()),
                                      hf.string());
+    // A folder of config.json alone (plan from the hub) has no weights to bound the counts by.
+    if (uint64_t bytes = weight_file_bytes(fs::path(file).parent_path()); bytes > 0) {
+        const std::string prefix = c.multimodal ? "text_config." : "";
+        check_config_fits(
+            c, bytes,
+            {"field " + prefix + "num_hidden_layers", "field " + prefix + "n_routed_experts",
+             "field " + prefix + "vocab_size", "", "", "", ""},
+            file);
+    }
     return c;
 }
 

@@ -121,11 +121,14 @@ std::string plan_text(const PlanSubject& s, const Plan& plan) {
             l.label(), l.gpus, gb(l.weights.total()), gb(l.reserve_bytes()), gb(l.free_bytes),
             l.kv_capacity_tokens, l.max_context, plan.concurrency));
         if (!plan.moe_note.empty()) line(fmt::format("experts      {}", plan.moe_note));
+    } else if (s.gpus.empty()) {
+        line("chosen       none: no GPUs to fit on (see gpus above)");
     } else {
         line("chosen       none: no layout fits");
     }
+    // Without GPUs every layout has the same reason, which the gpus line already gives.
     for (const Layout& l : plan.layouts)
-        if (!l.fits) line("  " + l.reason);
+        if (!l.fits && !s.gpus.empty()) line("  " + l.reason);
     return out;
 }
 

@@ -28,8 +28,8 @@ HfTokenizer::HfTokenizer(std::string_view json, const TokenizerConfig& config,
                          const std::string& source)
     : HfTokenizer(parse_tokenizer_json(json, source), config, source) {}
 
-HfTokenizer::HfTokenizer(TokenizerJson tj, const TokenizerConfig& config,
-                         const std::string& source, int64_t min_size)
+HfTokenizer::HfTokenizer(TokenizerJson tj, const TokenizerConfig& config, const std::string& source,
+                         int64_t min_size)
     : source_(source) {
     JsonFields root(tj.root, source);
     const Json& model = member(tj.root, "model");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_item_limit.h"
 #include "tokenizer/jinja_text.h"
 
 namespace myriad::jinja {
@@ -238,7 +239,7 @@ std::optional<Value> list_method(Context& ctx, const Value& self, const std::str
     if (tuple) return std::nullopt;
     if (name == "append") {
         Args a(args, name, {"object"});
-        ctx.check_size(items.size() + 1);
+        check_list_items(items.size() + 1);
         items.push_back(a[0]);
         return Value::none();
     }
@@ -256,7 +257,7 @@ std::optional<Value> list_method(Context& ctx, const Value& self, const std::str
     if (name == "extend") {
         Args a(args, name, {"iterable"});
         std::vector<Value> more = iterate(a[0]);
-        ctx.check_size(items.size() + more.size());
+        check_list_items(items.size() + more.size());
         items.insert(items.end(), more.begin(), more.end());
         return Value::none();
     }
@@ -266,7 +267,7 @@ std::optional<Value> list_method(Context& ctx, const Value& self, const std::str
         int64_t i = a.integer(0, 0);
         if (i < 0) i = std::max<int64_t>(0, i + n);
         i = std::min(i, n);
-        ctx.check_size(items.size() + 1);
+        check_list_items(items.size() + 1);
         items.insert(items.begin() + i, a[1]);
         return Value::none();
     }

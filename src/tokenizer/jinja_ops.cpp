@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_item_limit.h"
 #include "tokenizer/jinja_text.h"
 
 namespace myriad::jinja {
@@ -69,6 +70,7 @@ std::vector<Value> iterate(const Value& v) {
         case Value::Kind::String: {
             std::vector<Value> chars;
             const std::string& s = v.str();
+            check_list_items(text::length(s));
             for (size_t i = 0; i < s.size();) {
                 size_t b = i;
                 text::next_cp(s, i);
@@ -152,8 +154,8 @@ Value repeat(Context& ctx, const Value& seq, int64_t times) {
     }
     const auto& items = seq.list().items;
     if (!items.empty() && static_cast<uint64_t>(times) > (1ull << 40) / items.size())
-        ctx.check_size(SIZE_MAX);
-    ctx.check_size(items.size() * static_cast<size_t>(times));
+        check_list_items(SIZE_MAX);
+    check_list_items(items.size() * static_cast<size_t>(times));
     std::vector<Value> out;
     for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
     return seq.is_tuple() ? ctx.heap().new_tuple(std::move(out))
@@ -233,7 +235,7 @@ Value binary_op(Context& ctx, Op op, const Value& a, const Value& b) {
             if (a.kind() == b.kind() && a.is_sequence() &&
                 a.list().view == ListObject::View::None &&
                 b.list().view == ListObject::View::None) {
-                ctx.check_size(a.list().items.size() + b.list().items.size());
+                check_list_items(a.list().items.size() + b.list().items.size());
                 std::vector<Value> items = a.list().items;
                 items.insert(items.end(), b.list().items.begin(), b.list().items.end());
                 return a.is_tuple() ? ctx.heap().new_tuple(std::move(items))

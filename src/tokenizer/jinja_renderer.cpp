@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tokenizer/jinja_interpreter.h"
+#include "tokenizer/jinja_item_limit.h"
 #include "tokenizer/jinja_json.h"
 
 namespace myriad::jinja {
@@ -92,6 +93,7 @@ Interpreter::DepthGuard::DepthGuard(Interpreter& interp) : in(interp) {
 
 std::string Interpreter::render(const Body& body, const nlohmann::ordered_json& variables) {
     if (!variables.is_object()) bad_input("template variables must be a JSON object");
+    ListItemLimit item_limit(opt_.limits.max_output_bytes);
     Frame root(nullptr);
     for (const auto& [name, value] : variables.items()) {
         try {

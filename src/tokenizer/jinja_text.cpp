@@ -1,5 +1,8 @@
 #include "tokenizer/jinja_text.h"
 
+#include "tokenizer/jinja_item_limit.h"
+#include "tokenizer/jinja_value.h"
+
 #include <locale.h>
 #include <clocale>
 #include <cwctype>
@@ -242,9 +245,11 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
             size_t at = s.find(*sep, pos);
             if (at == std::string_view::npos) break;
             out.emplace_back(s.substr(pos, at - pos));
+            check_list_items(out.size());
             pos = at + sep->size();
         }
         out.emplace_back(s.substr(pos));
+        check_list_items(out.size());
         return out;
     }
     size_t i = 0, n = s.size();
@@ -259,6 +264,7 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
     while (i < n) {
         if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
             out.emplace_back(s.substr(i));  // the rest, trailing whitespace kept
+            check_list_items(out.size());
             return out;
         }
         size_t start = i;
@@ -268,6 +274,7 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
             i = j;
         }
         out.emplace_back(s.substr(start, i - start));
+        check_list_items(out.size());
         skip_space();
     }
     return out;
@@ -284,9 +291,11 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
             size_t at = s.rfind(*sep, end - sep->size());
             if (at == std::string_view::npos) break;
             out.emplace_back(s.substr(at + sep->size(), end - at - sep->size()));
+            check_list_items(out.size());
             end = at;
         }
         out.emplace_back(s.substr(0, end));
+        check_list_items(out.size());
         std::reverse(out.begin(), out.end());
         return out;
     }
@@ -301,12 +310,14 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
     while (e > 0) {
         if (static_cast<int64_t>(out.size()) >= maxsplit) {
             out.push_back(piece(0, e));  // the rest, leading whitespace kept
+            check_list_items(out.size());
             e = 0;
             break;
         }
         size_t b = e;
         while (b > 0 && !is_space(cps[b - 1])) --b;
         out.push_back(piece(b, e));
+        check_list_items(out.size());
         e = b;
         while (e > 0 && is_space(cps[e - 1])) --e;
     }
@@ -325,6 +336,7 @@ std::vector<std::string> splitlines(std::string_view s, bool keepends) {
         if (!brk) continue;
         if (cp == '\r' && i < n && s[i] == '\n') ++i;
         out.emplace_back(s.substr(start, (keepends ? i : at) - start));
+        check_list_items(out.size());
         start = i;
     }
     if (start < n) out.emplace_back(s.substr(start));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tokenizer/jinja_item_limit.h"
 #include "tokenizer/jinja_text.h"
 
 namespace myriad::jinja {
@@ -118,13 +119,37 @@ int64_t LoopObject::length() {
     return cached_length;
 }
 
+namespace {
+thread_local size_t t_max_list_items = SIZE_MAX;
+}
+
+size_t max_list_items() {
+    return t_max_list_items;
+}
+
+void check_list_items(size_t n) {
+    if (n > t_max_list_items)
+        fail("the template built a list of {} items past the limit of {} bytes ({} bytes an item)",
+             n, t_max_list_items * kItemBytes, kItemBytes);
+}
+
+ListItemLimit::ListItemLimit(size_t max_bytes) : saved_(t_max_list_items) {
+    t_max_list_items = max_bytes / kItemBytes;
+}
+
+ListItemLimit::~ListItemLimit() {
+    t_max_list_items = saved_;
+}
+
 Value Heap::new_list(std::vector<Value> items) {
+    check_list_items(items.size());
     ListObject* l = list();
     l->items = std::move(items);
     return Value::list(l);
 }
 
 Value Heap::new_tuple(std::vector<Value> items) {
+    check_list_items(items.size());
     ListObject* l = list();
     l->items = std::move(items);
     return Value::tuple(l);

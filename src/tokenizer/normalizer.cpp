@@ -22,6 +22,14 @@ bool all_ascii(const std::string& s) {
     return true;
 }
 
+// The message names the tokenizer.json field, not the file: it may reach an API client.
+[[noreturn]] void too_long(const std::string& field, size_t max_bytes) {
+    bad_input(
+        "tokenizer.json field {}: normalizing grows the text past {} bytes (32 times its "
+        "length); the tokenizer's normalizers multiply the text",
+        field, max_bytes);
+}
+
 class UnicodeForm : public Normalizer {
   public:
     explicit UnicodeForm(std::string_view form) {
@@ -33,7 +41,7 @@ class UnicodeForm : public Normalizer {
         if (U_FAILURE(st) || n_ == nullptr)
             internal_error("ICU has no {} normalizer: {}", form, u_errorName(st));
     }
-    void normalize(std::string& text) const override {
+    void apply(std::string& text, size_t) const override {
         if (all_ascii(text)) return;  // ASCII is in every normalization form
         UErrorCode st = U_ZERO_ERROR;
         if (n_->isNormalizedUTF8(text, st) && U_SUCCESS(st)) return;
@@ -53,7 +61,7 @@ class UnicodeForm : public Normalizer {
 // context (a final Σ stays σ, not ς).
 class Lowercase : public Normalizer {
   public:
-    void normalize(std::string& text) const override {
+    void apply(std::string& text, size_t) const override {
         if (all_ascii(text)) {
             for (char& c : text)
                 if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -78,7 +86,7 @@ class Lowercase : public Normalizer {
 class Strip : public Normalizer {
   public:
     Strip(bool left, bool right) : left_(left), right_(right) {}
-    void normalize(std::string& text) const override {
+    void apply(std::string& text, size_t) const override {
         size_t b = 0, e = text.size();
         while (left_ && b < e) {
             size_t n;
@@ -102,7 +110,7 @@ class Strip : public Normalizer {
 class Prepend : public Normalizer {
   public:
     explicit Prepend(std::string p) : p_(std::move(p)) {}
-    void normalize(std::string& text) const override {
+    void apply(std::string& text, size_t) const override {
         if (!text.empty()) text.insert(0, p_);
     }
 
@@ -112,15 +120,16 @@ class Prepend : public Normalizer {
 
 class Replace : public Normalizer {
   public:
-    Replace(std::unique_ptr<Regex> re, std::string content)
-        : re_(std::move(re)), content_(std::move(content)) {}
-    void normalize(std::string& text) const override {
+    Replace(std::unique_ptr<Regex> re, std::string content, std::string field)
+        : re_(std::move(re)), content_(std::move(content)), field_(std::move(field)) {}
+    void apply(std::string& text, size_t max_bytes) const override {
         std::string out;
         size_t done = 0;
         re_->for_each_match(text, [&](size_t b, size_t e) {
             out.append(text, done, b - done);
             out += content_;
             done = e;
+            if (out.size() > max_bytes) too_long(field_, max_bytes);
         });
         if (done == 0 && out.empty()) return;
         out.append(text, done, std::string::npos);
@@ -130,17 +139,23 @@ class Replace : public Normalizer {
   private:
     std::unique_ptr<Regex> re_;
     std::string content_;
+    std::string field_;
 };
 
 class Sequence : public Normalizer {
   public:
-    explicit Sequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
-    void normalize(std::string& text) const override {
-        for (const auto& p : parts_) p->normalize(text);
+    Sequence(std::vector<std::unique_ptr<Normalizer>> parts, std::vector<std::string> fields)
+        : parts_(std::move(parts)), fields_(std::move(fields)) {}
+    void apply(std::string& text, size_t max_bytes) const override {
+        for (size_t k = 0; k < parts_.size(); ++k) {
+            parts_[k]->apply(text, max_bytes);
+            if (text.size() > max_bytes) too_long(fields_[k], max_bytes);
+        }
     }
 
   private:
     std::vector<std::unique_ptr<Normalizer>> parts_;
+    std::vector<std::string> fields_;
 };
 
 }  // namespace
@@ -161,18 +176,21 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::ordered_json& j,
         const auto* p = f.find("pattern");
         if (p == nullptr) f.fail("pattern", "is missing");
         return std::make_unique<Replace>(make_pattern(*p, source, field + ".pattern"),
-                                         f.string("content"));
+                                         f.string("content"), field);
     }
     if (type == "Sequence") {
         const auto* list = f.find("normalizers");
         if (list == nullptr || !list->is_array()) f.fail("normalizers", "must be an array");
         std::vector<std::unique_ptr<Normalizer>> parts;
+        std::vector<std::string> fields;
         for (size_t k = 0; k < list->size(); ++k) {
-            auto n =
-                make_normalizer((*list)[k], source, fmt::format("{}.normalizers[{}]", field, k));
-            if (n) parts.push_back(std::move(n));
+            std::string name = fmt::format("{}.normalizers[{}]", field, k);
+            auto n = make_normalizer((*list)[k], source, name);
+            if (!n) continue;
+            parts.push_back(std::move(n));
+            fields.push_back(std::move(name));
         }
-        return std::make_unique<Sequence>(std::move(parts));
+        return std::make_unique<Sequence>(std::move(parts), std::move(fields));
     }
     f.fail("type", fmt::format("is \"{}\": not supported (supported: NFC, NFD, NFKC, NFKD, "
                                "Lowercase, Strip, Replace, Prepend, Sequence)",

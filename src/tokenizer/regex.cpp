@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cctype>
 #include <new>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "format/json_fields.h"
 #include "format/json_file.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace myriad {
 
@@ -188,22 +190,43 @@ class Translator {
     size_t i_ = 0;
 };
 
+// The JIT stack starts small and grows on demand: a long run of letters without a space (one
+// pre-tokenizer piece) needs about a few hundred bytes of stack per character.
+constexpr size_t kJitStackStart = 32 * 1024;
+constexpr size_t kJitStackFirstMax = 1024 * 1024;
+constexpr size_t kJitStackMax = size_t{1} << 30;  // virtual; pages are used as the match needs
+
 // Per-thread match state: PCRE2 needs a match data block and a JIT stack for each matcher.
 struct MatchState {
     pcre2_match_data* data = nullptr;
     pcre2_match_context* context = nullptr;
     pcre2_jit_stack* stack = nullptr;
+    size_t stack_max = kJitStackFirstMax;
     MatchState() {
         data = pcre2_match_data_create(16, nullptr);
         context = pcre2_match_context_create(nullptr);
-        stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
-        if (!data || !context || !stack) throw std::bad_alloc();
-        pcre2_jit_stack_assign(context, nullptr, stack);
+        if (!data || !context) throw std::bad_alloc();
+        set_stack(kJitStackFirstMax);
         // Bounds a pathological pattern's backtracking; the tokenizers' own patterns stay far
         // below.
         pcre2_set_match_limit(context, 50'000'000);
         pcre2_set_depth_limit(context, 100'000);
         pcre2_set_heap_limit(context, 64 * 1024);  // KiB
+    }
+    // Replaces the JIT stack by one that may grow to `max` bytes.
+    void set_stack(size_t max) {
+        pcre2_jit_stack* bigger = pcre2_jit_stack_create(kJitStackStart, max, nullptr);
+        if (!bigger) throw std::bad_alloc();
+        if (stack) pcre2_jit_stack_free(stack);
+        stack = bigger;
+        stack_max = max;
+        pcre2_jit_stack_assign(context, nullptr, stack);
+    }
+    // A bigger JIT stack after PCRE2_ERROR_JIT_STACKLIMIT; false at the ceiling.
+    bool grow_stack() {
+        if (stack_max >= kJitStackMax) return false;
+        set_stack(std::min(stack_max * 8, kJitStackMax));
+        return true;
     }
     ~MatchState() {
         pcre2_jit_stack_free(stack);
@@ -252,13 +275,24 @@ bool Regex::next_match(std::string_view text, size_t from, size_t* begin, size_t
     MatchState& st = match_state();
     auto* code = static_cast<pcre2_code*>(code_);
     auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-    int rc = jit_ ? pcre2_jit_match(code, subject, text.size(), from, 0, st.data, st.context)
+    int rc;
+    for (;;) {
+        rc = jit_ ? pcre2_jit_match(code, subject, text.size(), from, 0, st.data, st.context)
                   : pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, st.data,
                                 st.context);
+        if (rc != PCRE2_ERROR_JIT_STACKLIMIT || !st.grow_stack()) break;
+    }
     if (rc == PCRE2_ERROR_NOMATCH) return false;
-    if (rc < 0)
-        bad_input("{}: regex {}: matching failed: {}", source_, printable(pattern_),
-                  pcre2_message(rc));
+    if (rc < 0) {
+        // The pattern and the file it came from stay in the server's log: a client sees what
+        // about its text failed, not the server's paths.
+        log::warn("{}: regex {}: matching {} bytes failed: {}", source_, printable(pattern_),
+                  text.size() - from, pcre2_message(rc));
+        bad_input(
+            "the text could not be split into pieces for tokenizing ({}, in a stretch of {} "
+            "bytes); shorten runs of text without spaces or punctuation",
+            pcre2_message(rc), text.size() - from);
+    }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
     *begin = ov[0];
     *end = ov[1];

@@ -11,8 +11,12 @@ std::atomic<Level> g_level{Level::Info};
 std::mutex g_mutex;
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
-Level level() { return g_level; }
+void set_level(Level level) {
+    g_level = level;
+}
+Level level() {
+    return g_level;
+}
 
 void write(Level level, std::string_view message) {
     static const char* const kNames[] = {"debug", "info", "warning", "error"};

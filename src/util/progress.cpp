@@ -64,9 +64,13 @@ std::string Progress::line() const {
         rate > 0 ? human_duration(static_cast<double>(total_ - done) / rate) : "?";
     std::string bar;
     if (tty_) {
-        const int width = 30, filled = static_cast<int>(pct / 100.0 * width);
-        bar = "[" + std::string(static_cast<size_t>(std::clamp(filled, 0, width)), '#') +
-              std::string(static_cast<size_t>(width - std::clamp(filled, 0, width)), ' ') + "] ";
+        // Appended piece by piece: gcc 12 reports a false -Wrestrict on a chain of string `+`.
+        const int width = 30;
+        const int filled = std::clamp(static_cast<int>(pct / 100.0 * width), 0, width);
+        bar += '[';
+        bar.append(static_cast<size_t>(filled), '#');
+        bar.append(static_cast<size_t>(width - filled), ' ');
+        bar += "] ";
     }
     return fmt::format("{}: {}{} / {} ({:.1f}%), {}/s, ETA {}", label_, bar,
                        human_size(static_cast<double>(done)),

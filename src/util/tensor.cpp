@@ -31,8 +31,8 @@ Tensor Tensor::rows(int64_t begin, int64_t end) const {
                  "rows [{}, {}) out of range for shape {}", begin, end, shape_str());
     Tensor r = *this;
     r.shape[0] = end - begin;
-    r.data = static_cast<uint8_t*>(data) +
-             static_cast<size_t>(begin * stride(0)) * dtype_size(dtype);
+    r.data =
+        static_cast<uint8_t*>(data) + static_cast<size_t>(begin * stride(0)) * dtype_size(dtype);
     return r;
 }
 
@@ -52,7 +52,9 @@ std::string Tensor::shape_str() const {
     return s + "]";
 }
 
-void Buffer::Free::operator()(void* p) const { std::free(p); }
+void Buffer::Free::operator()(void* p) const {
+    std::free(p);
+}
 
 Buffer::Buffer(size_t bytes) : size_(bytes) {
     size_t rounded = (bytes + 63) / 64 * 64;

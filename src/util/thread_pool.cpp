@@ -4,7 +4,9 @@
 
 namespace myriad {
 
-int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+int hardware_threads() {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 ThreadPool::ThreadPool(int threads) {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });

@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 import requests
 
+import serve_process
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("MYRIAD_BINARY", os.path.join(REPO, "build", "myriad"))
 
@@ -34,28 +36,24 @@ def free_port():
 
 def start_server(*flags, env=None):
     port = free_port()
-    proc = subprocess.Popen([BINARY, "serve", "--port", str(port), "--threads", "2", *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    log = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the server runs
+    proc = serve_process.spawn([BINARY, "serve", "--port", str(port), "--threads", "2", *flags],
+                               stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.stdout.read().decode()
-        try:
-            if requests.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server did not start")
+
+    def output():
+        log.seek(0)
+        return log.read().decode("utf-8", "replace")
+
+    serve_process.wait_healthy(proc, url, output)
+    return proc, url
 
 
 @pytest.fixture(scope="module")
 def server():
     proc, url = start_server()
     yield url
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(30)
+    serve_process.stop(proc)
 
 
 def bench(*args):
@@ -152,10 +150,9 @@ def test_serve_speaks_sd_notify():
             proc.send_signal(signal.SIGTERM)
             stopping = sock.recv(4096).decode()
             assert stopping.startswith("STOPPING=1"), stopping
-            assert proc.wait(30) == 0
+            assert proc.wait(120) == 0
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            serve_process.kill(proc)
             sock.close()
 
 

@@ -83,5 +83,50 @@ def test_unknown_device_is_bad_input():
     assert p.returncode == 2 and "--device tpu" in p.stderr
 
 
+def test_line_editing_and_history_on_a_terminal(tmp_path):
+    """On a terminal, chat reads lines through libedit: Backspace edits the line, Up brings the
+    last one back, and the history is kept in ~/.myriad_chat_history for the next session."""
+    import pty
+    import select
+    import time
+    master, slave = pty.openpty()
+    env = dict(os.environ, HOME=str(tmp_path), TERM="xterm")
+    p = subprocess.Popen([BINARY, "chat", "--threads", "2", "--temperature", "0",
+                          "--max-tokens", "4"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                         close_fds=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(count_prompts, deadline_s=300):
+        nonlocal seen
+        deadline = time.time() + deadline_s
+        while seen.count(b"> ") < count_prompts and time.time() < deadline:
+            if select.select([master], [], [], 1)[0]:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        assert seen.count(b"> ") >= count_prompts, seen[-2000:]
+
+    try:
+        read_until(1)
+        os.write(master, b"hx\x7fi\r")       # "hx", Backspace, "i": the line is "hi"
+        read_until(2)
+        os.write(master, b"\x1b[A\r")         # Up: "hi" again
+        read_until(3)
+        # A line, not Ctrl-D: typed while a reply is still being written (the prompt count can
+        # run ahead when libedit redraws), a line waits in the terminal; an EOF mark may not.
+        os.write(master, b"/exit\r")
+        assert p.wait(300) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+    with open(tmp_path / ".myriad_chat_history", encoding="utf-8") as f:
+        lines = [l.rstrip("\n") for l in f]
+    assert lines[-3:] == ["hi", "hi", "/exit"], lines
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -179,6 +179,43 @@ def test_split_model_generates_as_the_merged_file(tmp_path):
         assert "gguf Q8_0" in i.stdout
 
 
+def rewritten(src, out, changes):
+    """`src` written again by gguf.GGUFWriter with the metadata `changes` (key -> value)."""
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(out, arch=r.fields["general.architecture"].contents())
+    for key, field in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        vtype = field.types[0]
+        value = changes.get(key, field.contents())
+        if vtype == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(key, value, vtype, sub_type=field.types[-1])
+        else:
+            w.add_key_value(key, value, vtype)
+    for t in r.tensors:
+        w.add_tensor(t.name, np.asarray(t.data), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_huge_counts_exit_2_naming_the_key(tmp_path):
+    """A billion blocks or experts is refused naming the key, before anything is sized by it
+    (it used to end in bad_alloc after taking gigabytes); a count the file's bytes cannot hold
+    is refused the same way."""
+    for key, value, expect in [
+            ("deepseek2.block_count", 1_000_000_000, "is more than 1024"),
+            ("deepseek2.expert_count", 1_000_000_000, "is more than 16384"),
+            ("deepseek2.block_count", 1000, "needs at least"),
+            ("deepseek2.rope.freq_base", 1e38, "is more than 1e+12")]:
+        path = str(tmp_path / "bad.gguf")
+        rewritten(F32, path, {key: value})
+        r = run("inspect", path)
+        assert r.returncode == 2, (key, r.stderr)
+        assert f"metadata {key} = " in r.stderr and expect in r.stderr, r.stderr
+
+
 def test_malformed_and_missing_split_exit_2(tmp_path):
     data = open(F32, "rb").read()
     cases = {

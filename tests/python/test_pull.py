@@ -230,6 +230,32 @@ def test_unreachable_after_retries_fails_clearly(hub, home):
     assert_no_corrupt_blob(hub, home)
 
 
+def test_a_hub_that_does_not_answer_is_named_at_once(home):
+    """A hub that accepts the connection and never answers: pull says what it waits for after
+    a second, not only when its timeout ends (here 60 s, so the notice cannot be the error)."""
+    import socket
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env = dict(os.environ, HF_ENDPOINT=url, HF_HOME=home, MYRIAD_HUB_TIMEOUT="60",
+                   MYRIAD_HUB_RETRIES="1")
+        env.pop("HF_TOKEN", None)
+        start = time.time()
+        p = subprocess.Popen([BINARY, "pull", REPO_ID, "--no-plan"], env=env,
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        try:
+            line = p.stderr.readline()
+            waited = time.time() - start
+        finally:
+            p.kill()
+            p.wait()
+    assert f"waiting for {url} to answer (the file list of {REPO_ID}" in line, line
+    assert "MYRIAD_HUB_TIMEOUT" in line, line
+    # About a second; far less than the timeout even on a loaded machine.
+    assert 0.9 < waited < 30, waited
+
+
 def test_unknown_repo_and_revision(hub, home):
     r = run(["pull", "acme/nothing", "--no-plan"], env_for(hub, home))
     assert r.returncode == 2 and "HF_TOKEN" in r.stderr, r.stderr

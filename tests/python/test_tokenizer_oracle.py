@@ -8,6 +8,7 @@ and `tiktoken` for tiktoken files. Drives `myriad tokenize --jsonl` and `myriad 
     for deepseek_v3, qwen3, llama3 (HF) and o200k_base, cl100k_base, the shipped model (tiktoken);
   - Kimi's pattern (class intersection, which PCRE2 lacks) rewritten by myriad vs the original
     pattern in tiktoken, with o200k ranks, on the corpus and on Han-rich mixed text;
+  - runs of 140,000 to 200,000 characters without a space (one pre-tokenizer piece each);
   - decode: myriad's text equals the oracle's decode and normalizer(x);
   - invalid UTF-8 (raw bytes on the command line, lone surrogates in JSON) is replaced by U+FFFD
     before tokenizing, i.e. encodes like Python's bytes.decode("utf-8", "replace");
@@ -204,6 +205,38 @@ def test_kimi_pattern_rewrite():
         texts = corpus() + han_rich_texts(2000) + special_lines(list(specials))
         want = [enc.encode(t, allowed_special="all") for t in texts]
         compare("Kimi pattern (rewritten) with o200k ranks", texts, want,
+                myriad_tokenize(d, texts))
+
+
+def long_runs():
+    """Pieces far longer than any corpus line: runs without a space of 131,000+ characters
+    (PCRE2's JIT stack once refused them: "JIT stack limit reached")."""
+    return ["a" * 140000, "Hello " + "xY" * 80000 + " world", "é" * 70000 + "x",
+            "漢" * 60000 + "abc" * 50000, "1" * 150000, " " * 150000 + "end",
+            "word " * 2000 + "z" * 200000]
+
+
+def test_long_runs():
+    texts = long_runs()
+    path, tk = hf_fixture("deepseek_v3")
+    compare("deepseek_v3 long runs", texts,
+            [e.ids for e in tk.encode_batch(texts, add_special_tokens=False)],
+            myriad_tokenize(path, texts))
+    for name, path in (("o200k_base", os.path.join(FIXTURES, "o200k_base")),
+                       ("myriad-tiny", SHIPPED)):
+        enc, _ = tiktoken_encoding(path)
+        compare(f"{name} long runs", texts, [enc.encode(t) for t in texts],
+                myriad_tokenize(path, texts))
+    o200k = os.path.join(FIXTURES, "o200k_base")
+    with tempfile.TemporaryDirectory() as d:  # Kimi's pattern, rewritten for PCRE2
+        os.symlink(os.path.join(o200k, "tiktoken.model"), os.path.join(d, "tiktoken.model"))
+        with open(os.path.join(o200k, "tokenizer_config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+        del cfg["pat_str"]
+        with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        enc, _ = tiktoken_encoding(o200k, pat_str=KIMI_PATTERN)
+        compare("Kimi pattern long runs", texts, [enc.encode(t) for t in texts],
                 myriad_tokenize(d, texts))
 
 
@@ -433,6 +466,7 @@ def main():
     tests += [make_tiktoken_test(n, os.path.join(FIXTURES, n)) for n in ("o200k_base",
                                                                            "cl100k_base")]
     tests += [make_tiktoken_test("myriad-tiny", SHIPPED), test_kimi_pattern_rewrite,
+              test_long_runs,
               test_invalid_utf8, test_add_special_tokens, test_command_line, test_variants,
               test_character_level_bpe]
     passed = failed = 0
