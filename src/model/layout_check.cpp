@@ -36,19 +36,6 @@ bool fields_divide(const ModelConfig& c, bool ep, int64_t w) {
 
 }  // namespace
 
-std::vector<int> working_tp_sizes(const ModelConfig& c, bool ep) {
-    std::vector<int> out;
-    for (int w = 1; w <= std::min<int64_t>(c.num_attention_heads, 1 << 20); w *= 2) {
-        if (!fields_divide(c, ep, w)) continue;
-        try {
-            check_layout(c, Layout(w, ep), "");
-            out.push_back(w);
-        } catch (const Error&) {
-        }
-    }
-    return out;
-}
-
 void check_layout(const ModelConfig& c, const Layout& l, const std::string& prefix) {
     const int world = l.tp();
     if (world < 1 || (world & (world - 1)) != 0)

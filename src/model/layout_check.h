@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "model/model_config.h"
 #include "parallel/layout.h"
@@ -14,8 +13,5 @@ namespace myriad {
 
 // Bad input naming the field or tensor, its size and the --tp values that work.
 void check_layout(const ModelConfig& config, const Layout& layout, const std::string& prefix = "");
-
-// The --tp values (powers of two up to the head count) check_layout accepts.
-std::vector<int> working_tp_sizes(const ModelConfig& config, bool expert_parallel);
 
 }  // namespace myriad
