@@ -6,13 +6,16 @@
 
 namespace myriad {
 
-GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv) {
+GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv,
+                              int device) {
     GpuInfo gpu;
-    if (!cuda_device_info(0, &gpu)) {
+    if (!cuda_device_info(device, &gpu)) {
         std::string why;
-        cuda_device_count(&why);
+        const int n = cuda_device_count(&why);
         GpuKernelPlan p;
-        p.stop = why.empty() ? "no CUDA device" : why;
+        p.stop = n > 0 ? fmt::format("GPU {} requested but {} found", device, n)
+                 : why.empty() ? "no CUDA device"
+                               : why;
         return p;
     }
     return plan_gpu_kernels(gpu, cuda_built_architectures(),

@@ -11,8 +11,10 @@
 
 namespace myriad {
 
-// GPU 0's kernel plan for this checkpoint with latent cache `kv` (stop set when there is no GPU).
-GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv);
+// GPU `device`'s kernel plan for this checkpoint with latent cache `kv` (stop set when there is
+// no such GPU).
+GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& checkpoint, DType kv,
+                              int device = 0);
 
 // The device for --device `flag`, --tp `tp` and --devices `devices`; `note` gets the line to
 // print, if any.

@@ -45,12 +45,20 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         kv_dtype_ == DType::F32)
         kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
     if (!note.empty()) log::info("{}", note);
-    if (options_.device == Device::Cuda) {  // the kernels, or why this GPU cannot run the model
-        const GpuKernelPlan plan = gpu_kernel_plan(config_, checkpoint_, kv_dtype_);
-        if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
+    if (options_.device == Device::Cuda) {  // the kernels, or why a GPU cannot run the model
+        std::vector<int> seen;
+        for (int d : options_.devices) {
+            if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+            const GpuKernelPlan plan = gpu_kernel_plan(config_, checkpoint_, kv_dtype_, d);
+            if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
+            // The choices are the same on every GPU that can run them: said once.
+            const size_t n =
+                seen.empty() ? plan.lines.size() : std::min<size_t>(1, plan.lines.size());
+            for (size_t i = 0; i < n; ++i) log::info("{}", plan.lines[i]);
+            seen.push_back(d);
+        }
         if (const std::string why = gpu_layout_problem(config_, layout_); !why.empty())
             bad_input("--device cuda {}", why);
-        for (const auto& line : plan.lines) log::info("{}", line);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
     backend_samples_ = options_.tp == 1 &&

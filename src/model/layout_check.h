@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "model/model_config.h"
 #include "parallel/layout.h"

@@ -92,6 +92,7 @@ std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs) {
     return cuda::make_ops(index, graphs);
 }
 bool cuda_device_info(int index, GpuInfo* info) {
+    info->index = index;
     return cuda::device_info(index, &info->name, &info->cc);
 }
 std::vector<std::string> cuda_built_architectures() {

@@ -68,9 +68,9 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
         gpu.cc);
     if (gpu.cc < 80) {
         p.stop = fmt::format(
-            "GPU 0 ({}, {}) is older than sm_80: myriad's CUDA kernels need BF16 tensor cores; "
+            "GPU {} ({}, {}) is older than sm_80: myriad's CUDA kernels need BF16 tensor cores; "
             "use --device cpu",
-            gpu.name, sm(gpu.cc));
+            gpu.index, gpu.name, sm(gpu.cc));
         return p;
     }
     // SASS for an arch-specific target runs on exactly its capability, plain SASS on the same
@@ -83,11 +83,12 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
         if (a.ptx && (a.specific ? a.cc == gpu.cc : a.cc <= gpu.cc)) ptx = true;
     }
     if (!sass && !ptx) {
-        p.stop = fmt::format("GPU 0 ({}, {}) cannot run this build's kernels (built for {}): {}",
-                             gpu.name, sm(gpu.cc), built_list, rebuild);
+        p.stop = fmt::format("GPU {} ({}, {}) cannot run this build's kernels (built for {}): {}",
+                             gpu.index, gpu.name, sm(gpu.cc), built_list, rebuild);
         return p;
     }
-    p.lines.push_back(fmt::format("GPU 0: {}, {}; kernels built for {}{}", gpu.name, sm(gpu.cc),
+    p.lines.push_back(fmt::format("GPU {}: {}, {}; kernels built for {}{}", gpu.index, gpu.name,
+                                  sm(gpu.cc),
                                   built_list,
                                   sass ? "" : " (no machine code for this GPU: the driver compiles "
                                               "the PTX at start, which takes minutes; " +
