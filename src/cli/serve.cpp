@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "api/chat_handler.h"
+#include "api/generation_core.h"
 #include "api/http_server.h"
 #include "api/prompt_renderer.h"
 #include "api/server_state.h"
