@@ -48,6 +48,7 @@ struct Run {
         e.finish_reason = p.finish_reason;
         e.stop_string = std::move(p.stop_string);
         if (p.finished && parser) e.parsed = &parser->result();
+        e.cached_tokens = gen->usage(p.seq).cached_tokens;
         return e;
     }
 

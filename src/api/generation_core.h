@@ -30,6 +30,7 @@ struct ChoiceEvent {
     const char* finish_reason = nullptr;   // set when finished: "stop", "length", "abort"
     std::string stop_string;               // the stop string that ended it, if one did
     const ParsedOutput* parsed = nullptr;  // when finished and parsed: everything it produced
+    int64_t cached_tokens = 0;             // its prompt tokens found in the prefix cache
 };
 
 // What an endpoint's parser hands the core.

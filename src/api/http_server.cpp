@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "api/anthropic_messages.h"
 #include "api/api_error.h"
 #include "api/chat_handler.h"
 #include "api/client_connection.h"
@@ -15,9 +16,11 @@ namespace myriad::api {
 namespace {
 
 void send_error(httplib::Response& res, int status, const std::string& message,
-                const std::string& param = "") {
+                const std::string& param = "", std::string_view path = "") {
     res.status = status;
-    res.set_content(dump(error_json(status, message, param)), "application/json");
+    res.set_content(is_anthropic_path(path) ? dump(anthropic_error_json(status, message))
+                                            : dump(error_json(status, message, param)),
+                    "application/json");
 }
 
 using Handler = Reply (*)(ServerState&, std::string_view);
@@ -43,8 +46,13 @@ HttpServer::HttpServer(ServerState& state)
 
     srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (Auth::protects(req.path) &&
-            !state_.auth().accepts(req.get_header_value("Authorization"))) {
-            send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer <key>'");
+            !state_.auth().accepts(req.get_header_value("Authorization")) &&
+            !(req.has_header("x-api-key") &&
+              state_.auth().accepts_api_key(req.get_header_value("x-api-key")))) {
+            send_error(res, 401,
+                       "missing or wrong API key: send 'Authorization: Bearer <key>' (or "
+                       "'x-api-key: <key>')",
+                       "", req.path);
             state_.metrics().request_done(req.path, 401);
             return httplib::Server::HandlerResponse::Handled;
         }
@@ -106,7 +114,7 @@ HttpServer::HttpServer(ServerState& state)
                 }
             } catch (const ApiError& e) {
                 status = e.status();
-                send_error(res, e.status(), e.what(), e.param());
+                send_error(res, e.status(), e.what(), e.param(), req.path);
             } catch (const Error& e) {
                 status = e.kind() == ErrorKind::BadInput ? 400 : 500;
                 send_error(res, status, e.what());
@@ -121,6 +129,8 @@ HttpServer::HttpServer(ServerState& state)
     post("/v1/completions", completions, true);
     post("/tokenize", tokenize, true);
     post("/detokenize", detokenize, true);
+    post("/v1/messages", anthropic_messages, true);
+    post("/v1/messages/count_tokens", anthropic_count_tokens, true);
 
     srv.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         nlohmann::ordered_json j;

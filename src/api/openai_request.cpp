@@ -88,6 +88,8 @@ std::vector<TokenId> token_list(const J& v, const std::string& name) {
     return ids;
 }
 
+}  // namespace
+
 void parse_generation(const J& o, GenerationFields& g, bool chat) {
     auto model = get_string(o, "model");
     if (!model) fail(400, "model", "'model' is required (see GET /v1/models)");
@@ -181,6 +183,8 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
                  t);
     }
 }
+
+namespace {
 
 // Text parts joined; other parts (images, audio, files) are refused.
 J normalize_content(const J& c, const std::string& where) {
