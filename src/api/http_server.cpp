@@ -7,6 +7,7 @@
 #include "api/chat_handler.h"
 #include "api/client_connection.h"
 #include "api/completions_handler.h"
+#include "api/responses_handler.h"
 #include "api/tokenize_handler.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -131,6 +132,7 @@ HttpServer::HttpServer(ServerState& state)
     post("/detokenize", detokenize, true);
     post("/v1/messages", anthropic_messages, true);
     post("/v1/messages/count_tokens", anthropic_count_tokens, true);
+    post("/v1/responses", responses, true);
 
     srv.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         nlohmann::ordered_json j;

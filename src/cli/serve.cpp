@@ -33,6 +33,7 @@ struct ServeArgs {
     std::string served_model_name;
     int64_t max_model_len = 0;
     int64_t max_queue = 256;
+    int64_t responses_store = 1000;
     int64_t max_request_bytes = int64_t{32} << 20;
     int64_t kv_blocks = 0;
     EngineFlags engine;
@@ -46,6 +47,8 @@ struct ServeArgs {
 void check_args(const ServeArgs& a) {
     check_engine_flags(a.engine);
     if (a.max_queue < 0) bad_input("--max-queue {} must be at least 0", a.max_queue);
+    if (a.responses_store < 0)
+        bad_input("--responses-store {} must be at least 0", a.responses_store);
     if (a.max_request_bytes < 1024)
         bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
     if (a.port < 0 || a.port > 65535) bad_input("--port {} must be in 0..65535", a.port);
@@ -79,6 +82,7 @@ int run_serve(ServeArgs& a) {
     o.model_type = config.model_type;
     o.max_num_seqs = a.engine.max_num_seqs;
     o.max_queue = a.max_queue;
+    o.responses_store = static_cast<size_t>(a.responses_store);
     o.max_request_bytes = static_cast<size_t>(a.max_request_bytes);
     o.api_key = a.api_key;
     o.tool_call_parser = a.tool_call_parser;
@@ -200,6 +204,9 @@ Run add_serve(CLI::App& app) {
                    "context length: prompt + output tokens (default: the model's, at most 8192)");
     app.add_option("--max-queue", a->max_queue,
                    "sequences waiting beyond --max-num-seqs before 429 (default 256)");
+    app.add_option("--responses-store", a->responses_store,
+                   "Responses API replies kept in memory for previous_response_id, least "
+                   "recently used dropped first (default 1000; 0: none)");
     app.add_option("--max-request-bytes", a->max_request_bytes,
                    "largest request body; larger gets 413 (default 32 MiB)");
     app.add_option("--kv-blocks", a->kv_blocks,
