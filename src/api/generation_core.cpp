@@ -25,6 +25,7 @@ struct Run {
     std::vector<std::unique_ptr<OutputParser>> parsers;  // null: raw text
     std::vector<bool> counts_prompt;
     int64_t prompt_tokens = 0;
+    bool require_tool_call = false;
     std::shared_ptr<Renderer> renderer;
 
     ChoiceEvent to_event(Piece& p) {
@@ -48,6 +49,12 @@ struct Run {
         e.finish_reason = p.finish_reason;
         e.stop_string = std::move(p.stop_string);
         if (p.finished && parser) e.parsed = &parser->result();
+        if (p.finished && parser && require_tool_call && p.error.empty() &&
+            parser->result().tool_calls.empty() && std::string_view(p.finish_reason) == "stop")
+            p.error = fmt::format(
+                "tool_choice asked for a tool call, and the model's output holds none that "
+                "parses ({} characters of content); retry, or use tool_choice auto",
+                parser->result().content ? parser->result().content->size() : 0);
         e.cached_tokens = gen->usage(p.seq).cached_tokens;
         return e;
     }
@@ -87,6 +94,7 @@ Reply run_generation(ServerState& state, Prepared prepared, const GenerationFiel
     run->counts_prompt = std::move(prepared.counts_prompt);
     run->counts_prompt.resize(prepared.specs.size(), false);
     run->prompt_tokens = prepared.prompt_tokens;
+    run->require_tool_call = prepared.require_tool_call;
     run->renderer = std::move(renderer);
     run->gen =
         std::make_unique<Generation>(state, std::move(prepared.specs), g, prepared.parser_markers);
@@ -102,8 +110,8 @@ Reply run_generation(ServerState& state, Prepared prepared, const GenerationFiel
         std::string error;
         run->renderer->start(to_body);
         while (run->gen->next([&](Piece& p) {
-            if (!p.error.empty()) error = p.error;
             ChoiceEvent e = run->to_event(p);
+            if (!p.error.empty()) error = p.error;
             run->renderer->event(e, to_body);
         })) {
             if (client_gone()) {
@@ -123,12 +131,15 @@ Reply run_generation(ServerState& state, Prepared prepared, const GenerationFiel
         bool failed = false;
         while (alive && !failed && run->gen->next([&](Piece& p) {
             if (!alive || failed) return;
+            const bool engine_failed = !p.error.empty();
+            ChoiceEvent e;
+            if (!engine_failed) e = run->to_event(p);
             if (!p.error.empty()) {
-                run->renderer->error("generation failed: " + p.error, write);
+                run->renderer->error(engine_failed ? "generation failed: " + p.error : p.error,
+                                     write);
                 failed = true;
                 return;
             }
-            ChoiceEvent e = run->to_event(p);
             alive = run->renderer->event(e, write);
         })) {
         }
@@ -156,8 +167,10 @@ Prepared prepare_chat(ServerState& state, const ChatRequest& r) {
     fit_context(state, r, ids.size(), sp);
 
     const bool in_think = prompt_ends_in_think(prompt);
-    const ParserOptions po =
-        parser_options(state.options(), in_think, r.tool_choice != ToolChoice::None);
+    ParserOptions po = parser_options(state.options(), in_think, r.tool_choice != ToolChoice::None);
+    if (!r.tools.is_null())
+        for (const nlohmann::ordered_json& t : r.tools)
+            po.tool_names.push_back(t["function"]["name"].get<std::string>());
     // tool_choice required/named: force the section opening (and the named call's header); an
     // open <think> is closed first so the reasoning ends.
     std::string forced;
@@ -177,6 +190,8 @@ Prepared prepare_chat(ServerState& state, const ChatRequest& r) {
     Prepared p;
     p.prompt_tokens = static_cast<int64_t>(ids.size());
     p.parser_markers = true;
+    p.require_tool_call = !forced.empty() && (r.tool_choice == ToolChoice::Required ||
+                                              r.tool_choice == ToolChoice::Named);
     for (int64_t i = 0; i < r.n; ++i) {
         SequenceSpec s{ids, sp};
         if (s.params.seed) s.params.seed = *s.params.seed + static_cast<uint64_t>(i);

@@ -40,6 +40,9 @@ struct Prepared {
     std::vector<bool> counts_prompt;  // per sequence: the first of its prompt (usage counts it)
     int64_t prompt_tokens = 0;        // all prompts
     bool parser_markers = false;      // keep the parsers' special tokens in the text
+    // tool_choice required or named: an output that ends with no tool call is an error the
+    // client sees (until constrained decoding makes the call certain), not an empty reply.
+    bool require_tool_call = false;
 };
 
 class Renderer {
