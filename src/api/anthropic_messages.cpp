@@ -279,7 +279,7 @@ Reply anthropic_messages(ServerState& state, std::string_view body) {
 
 Reply anthropic_count_tokens(ServerState& state, std::string_view body) {
     return anthropic_errors([&] {
-        const ChatRequest r = parse_anthropic_request(body, true);
+        ChatRequest r = parse_anthropic_request(body, true);
         check_model(state, r.model);
         Reply reply;
         reply.body = dump(J{{"input_tokens", chat_prompt_ids(state, r).size()}});

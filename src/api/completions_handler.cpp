@@ -152,7 +152,7 @@ class CompletionRenderer : public Renderer {
 }  // namespace
 
 Reply completions(ServerState& state, std::string_view body) {
-    const CompletionRequest r = parse_completion_request(body);
+    CompletionRequest r = parse_completion_request(body);
     check_model(state, r.model);
     check_test_output(state, r);
     const LoadedServerModel& m = state.model();

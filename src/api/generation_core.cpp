@@ -157,7 +157,7 @@ std::vector<TokenId> chat_prompt_ids(const ServerState& state, const ChatRequest
     return m.tokenizer->encode(m.renderer->render(r), false);
 }
 
-Prepared prepare_chat(ServerState& state, const ChatRequest& r) {
+Prepared prepare_chat(ServerState& state, ChatRequest& r) {
     check_model(state, r.model);
     check_test_output(state, r);
     const LoadedServerModel& m = state.model();

@@ -64,8 +64,9 @@ Reply run_generation(ServerState& state, Prepared prepared, const GenerationFiel
                      std::shared_ptr<Renderer> renderer, bool stream);
 
 // The chat request prepared: rendered, encoded, sampling with the forced tool-call prefix (and
-// test_output), one sequence per choice with its own seed and parser.
-Prepared prepare_chat(ServerState& state, const ChatRequest& r);
+// test_output), one sequence per choice with its own seed and parser. A left-out model becomes
+// the served one.
+Prepared prepare_chat(ServerState& state, ChatRequest& r);
 // The rendered prompt's tokens (count_tokens).
 std::vector<TokenId> chat_prompt_ids(const ServerState& state, const ChatRequest& r);
 

@@ -18,7 +18,8 @@ int64_t unix_now() {
         .count();
 }
 
-void check_model(const ServerState& state, const std::string& model) {
+void check_model(const ServerState& state, std::string& model) {
+    if (model.empty()) model = state.options().served_model_name;
     if (model != state.options().served_model_name)
         fail(404, "model", "The model '{}' does not exist; this server serves '{}'", model,
              state.options().served_model_name);

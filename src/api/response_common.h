@@ -15,8 +15,8 @@ namespace myriad::api {
 // "<prefix>-<32 hex digits>", random.
 std::string random_id(const char* prefix);
 int64_t unix_now();
-// 404 unless `model` is the served model name.
-void check_model(const ServerState& state, const std::string& model);
+// 404 unless `model` is the served model name; an empty one (left out) becomes it.
+void check_model(const ServerState& state, std::string& model);
 // 400 when a request uses test_output without --enable-test-output.
 void check_test_output(const ServerState& state, const GenerationFields& g);
 nlohmann::ordered_json usage_json(const Usage& u);

@@ -448,6 +448,12 @@ def test_errors(server):
     assert r.status_code == 400 and "error" in r.json()
     r = requests.post(server.url + "/v1/chat/completions", data="[" * 100000 + "]" * 100000)
     assert r.status_code == 400
+    # model is optional (as in vLLM): the served one.
+    r = requests.post(server.url + "/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "x"}], "test_output": "ok"})
+    assert r.status_code == 200 and r.json()["model"] == MODEL
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+    assert r.status_code == 200 and r.json()["model"] == MODEL
     # Unknown fields are ignored.
     r = chat(server, "ok", extra_body={"some_future_field": {"x": 1}})
     assert r.choices[0].message.content == "ok"
