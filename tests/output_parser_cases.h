@@ -40,6 +40,12 @@ inline ParserOptions kimi(bool think = false, bool tools = true) {
     return o;
 }
 
+inline ParserOptions kimi_tools(std::vector<std::string> names) {
+    ParserOptions o = kimi();
+    o.tool_names = std::move(names);
+    return o;
+}
+
 inline ParserOptions deepseek(std::string tool_parser, std::string reasoning = "",
                               bool think = false) {
     ParserOptions o;
@@ -126,13 +132,15 @@ inline std::vector<ParserCase> parser_cases() {
          "I'll help you check the weather. ",
          {{"functions.invalid_get_weather:0", "invalid_get_weather", "{\"city\": \"Beijing\""},
           {"functions.valid_get_weather:1", "valid_get_weather", "{\"city\": \"Shanghai\"}"}}},
-        {"kimi_example5_invalid_id_dropped",
+        // vLLM drops the call with the invalid id; we keep what the model wrote, as text.
+        {"kimi_example5_invalid_id_is_text",
          kimi(),
          "I'll help you check the weather. " KSB " " KCB "\nfunctions.invalid_get_weather.0 " KCA
          " {\"city\": \"Beijing\"} " KCE " " KCB "\nfunctions.valid_get_weather:1 " KCA
          " {\"city\": \"Shanghai\"} " KCE " " KSE,
          null,
-         "I'll help you check the weather. ",
+         "I'll help you check the weather. " KCB "\nfunctions.invalid_get_weather.0 " KCA
+         " {\"city\": \"Beijing\"} " KCE,
          {{"functions.valid_get_weather:1", "valid_get_weather", "{\"city\": \"Shanghai\"}"}}},
         {"kimi_example6_no_markers", kimi(), "This is a test", null, "This is a test", {}},
 
@@ -384,6 +392,27 @@ inline std::vector<ParserCase> parser_cases() {
          "caf\xEF\xBF\xBD",
          {}},
         {"lone_angle_brackets", kimi(), "a < b <| c <think", null, "a < b <| c <think", {}},
+        // Kimi-K2.6 in multi-turn use: an id without the function's name. One declared tool:
+        // it is that tool's call; several: the call comes back as text.
+        {"kimi_nameless_id_one_declared_tool",
+         kimi_tools({"get_weather"}),
+         "ok" KSB KCB " call_3 " KCA "{\"city\": \"Rome\"}" KCE KSE,
+         null,
+         "ok",
+         {{"call_3", "get_weather", "{\"city\": \"Rome\"}"}}},
+        {"kimi_nameless_id_two_declared_tools_is_text",
+         kimi_tools({"get_weather", "get_time"}),
+         "ok" KSB KCB "call_3" KCA "{\"city\": \"Rome\"}" KCE KSE,
+         null,
+         "ok" KCB "call_3" KCA "{\"city\": \"Rome\"}" KCE,
+         {}},
+        // Arguments cut short keep every character the model wrote, trailing ones included.
+        {"kimi_cut_short_keeps_trailing_characters",
+         kimi(),
+         KSB KCB "functions.f:0" KCA "{\"path\": \"/tmp/a b",
+         null,
+         null,
+         {{"functions.f:0", "f", "{\"path\": \"/tmp/a b", false}}},
     };
 }
 

@@ -1,6 +1,5 @@
-// POST /v1/chat/completions: render, encode, submit n sequences, and turn each one's text into
-// reasoning, content and tool calls through the model family's output parser — one code path for
-// streaming (deltas) and non-streaming (the accumulated message).
+// POST /v1/chat/completions: the request parsed into the generation core, and its events
+// rendered as a chat.completion (non-streaming) or chat.completion.chunk events (streaming).
 #pragma once
 
 #include <string_view>
@@ -11,9 +10,5 @@
 namespace myriad::api {
 
 Reply chat_completions(ServerState& state, std::string_view body);
-
-// The parsers for this server (flags, else from model_type).
-std::string tool_parser_name(const ServerOptions& o);
-std::string reasoning_parser_name(const ServerOptions& o);
 
 }  // namespace myriad::api

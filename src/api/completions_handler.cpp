@@ -3,8 +3,7 @@
 #include <memory>
 
 #include "api/api_error.h"
-#include "api/client_connection.h"
-#include "api/generation.h"
+#include "api/generation_core.h"
 #include "api/openai_request.h"
 #include "api/response_common.h"
 #include "api/sse.h"
@@ -35,6 +34,12 @@ struct LegacyLogprobs {
         for (const TokenLogprob& x : r->top) t[token_text(tok, x.token)] = x.logprob;
         top.push_back(std::move(t));
     }
+    // The entries added since the last take (a streamed chunk's), keeping the offset counting.
+    J take() {
+        J j = json();
+        tokens = J::array(), token_logprobs = J::array(), top = J::array(), offsets = J::array();
+        return j;
+    }
     J json() const {
         return {{"tokens", tokens},
                 {"token_logprobs", token_logprobs},
@@ -43,33 +48,119 @@ struct LegacyLogprobs {
     }
 };
 
-struct Job {
-    ServerState* state;
-    CompletionRequest req;
-    std::vector<std::vector<TokenId>> prompts;  // per prompt
-    std::vector<std::string> echo_text;         // per prompt
-    std::unique_ptr<Generation> gen;
-    std::string id = random_id("cmpl");
-    int64_t created = unix_now();
-};
+class CompletionRenderer : public Renderer {
+  public:
+    CompletionRenderer(const ServerState& state, const CompletionRequest& r,
+                       std::vector<std::vector<TokenId>> prompts, std::vector<std::string> echo)
+        : tok_(*state.model().tokenizer),
+          model_(r.model),
+          stream_(r.stream),
+          usage_(r.include_usage),
+          echo_(r.echo),
+          want_lp_(r.top_logprobs >= 0),
+          n_(static_cast<size_t>(r.n)),
+          prompts_(std::move(prompts)),
+          echo_text_(std::move(echo)),
+          choices_(prompts_.size() * n_) {}
 
-J base(const Job& job, const char* object) {
-    return {{"id", job.id}, {"object", object}, {"created", job.created}, {"model", job.req.model}};
-}
+    bool start(const StreamWriter& w) override {
+        for (size_t i = 0; i < choices_.size(); ++i) {
+            Choice& c = choices_[i];
+            if (!echo_) continue;
+            c.text = echo_text_[i / n_];
+            if (want_lp_)
+                for (TokenId t : prompts_[i / n_]) c.lp.add(tok_, t, nullptr);
+            if (stream_ && !send(w, i, c.text, want_lp_ ? c.lp.take() : J(nullptr), nullptr))
+                return false;
+        }
+        return true;
+    }
+
+    bool event(ChoiceEvent& e, const StreamWriter& w) override {
+        Choice& c = choices_[e.choice];
+        if (want_lp_)
+            for (size_t k = 0; k < e.tokens.size(); ++k)
+                c.lp.add(tok_, e.tokens[k], k < e.logprobs.size() ? &e.logprobs[k] : nullptr);
+        if (e.finished) c.reason = e.finish_reason;
+        if (!stream_) {
+            c.text += e.delta.content;
+            return true;
+        }
+        return send(w, e.choice, e.delta.content, want_lp_ ? c.lp.take() : J(nullptr),
+                    e.finished ? e.finish_reason : nullptr);
+    }
+
+    bool finish(const Usage& u, const StreamWriter& w) override {
+        if (stream_) {
+            if (usage_) {
+                J c = base();
+                c["choices"] = J::array();
+                c["usage"] = usage_json(u);
+                if (!w(sse_event(dump(c)))) return false;
+            }
+            return w(kSseDone);
+        }
+        J out = base();
+        out["choices"] = J::array();
+        for (size_t i = 0; i < choices_.size(); ++i)
+            out["choices"].push_back({{"index", i},
+                                      {"text", choices_[i].text},
+                                      {"logprobs", want_lp_ ? choices_[i].lp.json() : J(nullptr)},
+                                      {"finish_reason", choices_[i].reason}});
+        out["usage"] = usage_json(u);
+        return w(dump(out));
+    }
+
+    void error(const std::string& message, const StreamWriter& w) override {
+        w(sse_event(dump(error_json(500, message))));
+    }
+
+  private:
+    struct Choice {
+        std::string text;  // non-streaming
+        LegacyLogprobs lp;
+        const char* reason = "abort";
+    };
+
+    J base() const {
+        return {
+            {"id", id_}, {"object", "text_completion"}, {"created", created_}, {"model", model_}};
+    }
+
+    bool send(const StreamWriter& w, size_t index, const std::string& text, J logprobs,
+              const char* reason) {
+        J c = base();
+        c["choices"] = J::array({J{{"index", index},
+                                   {"text", text},
+                                   {"logprobs", std::move(logprobs)},
+                                   {"finish_reason", reason ? J(reason) : J(nullptr)}}});
+        if (usage_) c["usage"] = nullptr;
+        return w(sse_event(dump(c)));
+    }
+
+    const Tokenizer& tok_;
+    std::string model_;
+    bool stream_, usage_, echo_, want_lp_;
+    size_t n_;
+    std::vector<std::vector<TokenId>> prompts_;
+    std::vector<std::string> echo_text_;
+    std::vector<Choice> choices_;
+    std::string id_ = random_id("cmpl");
+    int64_t created_ = unix_now();
+};
 
 }  // namespace
 
 Reply completions(ServerState& state, std::string_view body) {
-    auto job = std::make_shared<Job>();
-    job->state = &state;
-    job->req = parse_completion_request(body);
-    const CompletionRequest& r = job->req;
+    CompletionRequest r = parse_completion_request(body);
     check_model(state, r.model);
     check_test_output(state, r);
     const LoadedServerModel& m = state.model();
-    std::vector<SequenceSpec> specs;
-    for (const Prompt& p : r.prompts) {
-        std::vector<TokenId> ids = p.text ? m.tokenizer->encode(*p.text, true) : p.ids;
+    Prepared p;
+    std::vector<std::vector<TokenId>> prompts;
+    std::vector<std::string> echo;
+    for (const Prompt& pr : r.prompts) {
+        std::vector<TokenId> ids = pr.text ? m.tokenizer->encode(*pr.text, true) : pr.ids;
         for (TokenId t : ids)
             if (t < 0 || t >= m.tokenizer->vocab_size())
                 fail(400, "prompt", "prompt token id {} is outside the vocabulary of {} tokens", t,
@@ -84,111 +175,17 @@ Reply completions(ServerState& state, std::string_view body) {
         for (int64_t i = 0; i < r.n; ++i) {
             SequenceSpec s{ids, sp};
             if (s.params.seed) s.params.seed = *s.params.seed + static_cast<uint64_t>(i);
-            specs.push_back(std::move(s));
+            p.specs.push_back(std::move(s));
+            p.parsers.push_back(std::nullopt);
+            p.counts_prompt.push_back(i == 0);
         }
-        job->echo_text.push_back(r.echo ? (p.text ? *p.text : m.tokenizer->decode(ids)) : "");
-        job->prompts.push_back(std::move(ids));
+        p.prompt_tokens += static_cast<int64_t>(ids.size());
+        echo.push_back(r.echo ? (pr.text ? *pr.text : m.tokenizer->decode(ids)) : "");
+        prompts.push_back(std::move(ids));
     }
-    job->gen = std::make_unique<Generation>(state, std::move(specs), r, false);
-    const Tokenizer& tok = *m.tokenizer;
-    const size_t nseq = job->gen->size();
-    const bool want_lp = r.top_logprobs >= 0;
-    auto prompt_of = [job](size_t seq) { return seq / static_cast<size_t>(job->req.n); };
-
-    Reply reply;
-    if (!r.stream) {
-        std::vector<std::string> text(nseq);
-        std::vector<const char*> reason(nseq, "abort");
-        std::vector<LegacyLogprobs> lps(nseq);
-        for (size_t i = 0; i < nseq; ++i) {
-            text[i] = job->echo_text[prompt_of(i)];
-            if (r.echo && want_lp)
-                for (TokenId t : job->prompts[prompt_of(i)]) lps[i].add(tok, t, nullptr);
-        }
-        std::string error;
-        while (job->gen->next([&](Piece& p) {
-            text[p.seq] += p.text;
-            if (want_lp)
-                for (size_t k = 0; k < p.tokens.size(); ++k)
-                    lps[p.seq].add(tok, p.tokens[k],
-                                   k < p.logprobs.size() ? &p.logprobs[k] : nullptr);
-            if (p.finished) reason[p.seq] = p.finish_reason;
-            if (!p.error.empty()) error = p.error;
-        })) {
-            if (client_gone()) {
-                job->gen->cancel();
-                fail(499, "", "the client closed the connection");
-            }
-        }
-        if (!error.empty()) fail(500, "", "generation failed: {}", error);
-        J out = base(*job, "text_completion");
-        out["choices"] = J::array();
-        for (size_t i = 0; i < nseq; ++i)
-            out["choices"].push_back({{"index", i},
-                                      {"text", text[i]},
-                                      {"logprobs", want_lp ? lps[i].json() : J(nullptr)},
-                                      {"finish_reason", reason[i]}});
-        Usage u = job->gen->total_usage();
-        u.prompt_tokens = 0;
-        for (const auto& p : job->prompts) u.prompt_tokens += static_cast<int64_t>(p.size());
-        out["usage"] = usage_json(u);
-        reply.body = dump(out);
-        return reply;
-    }
-
-    reply.content_type = "text/event-stream";
-    reply.stream = [job, want_lp, prompt_of, nseq](const StreamWriter& write) {
-        const Tokenizer& tok = *job->state->model().tokenizer;
-        auto chunk = [&](size_t index, const std::string& text, J logprobs, const char* reason) {
-            J c = base(*job, "text_completion");
-            c["choices"] = J::array({J{{"index", index},
-                                       {"text", text},
-                                       {"logprobs", std::move(logprobs)},
-                                       {"finish_reason", reason ? J(reason) : J(nullptr)}}});
-            if (job->req.include_usage) c["usage"] = nullptr;
-            return write(sse_event(dump(c)));
-        };
-        bool alive = true;
-        if (job->req.echo)
-            for (size_t i = 0; i < nseq && alive; ++i) {
-                LegacyLogprobs lp;
-                if (want_lp)
-                    for (TokenId t : job->prompts[prompt_of(i)]) lp.add(tok, t, nullptr);
-                alive = chunk(i, job->echo_text[prompt_of(i)], want_lp ? lp.json() : J(nullptr),
-                              nullptr);
-            }
-        while (alive && job->gen->next([&](Piece& p) {
-            if (!alive) return;
-            if (!p.error.empty()) {
-                alive = write(sse_event(dump(error_json(500, "generation failed: " + p.error))));
-                return;
-            }
-            J lp = nullptr;
-            if (want_lp) {
-                LegacyLogprobs l;
-                for (size_t k = 0; k < p.tokens.size(); ++k)
-                    l.add(tok, p.tokens[k], k < p.logprobs.size() ? &p.logprobs[k] : nullptr);
-                lp = l.json();
-            }
-            alive = chunk(p.seq, p.text, std::move(lp), p.finished ? p.finish_reason : nullptr);
-        })) {
-        }
-        if (!alive) {
-            job->gen->cancel();
-            return;
-        }
-        if (job->req.include_usage) {
-            Usage u = job->gen->total_usage();
-            u.prompt_tokens = 0;
-            for (const auto& p : job->prompts) u.prompt_tokens += static_cast<int64_t>(p.size());
-            J c = base(*job, "text_completion");
-            c["choices"] = J::array();
-            c["usage"] = usage_json(u);
-            if (!write(sse_event(dump(c)))) return;
-        }
-        write(kSseDone);
-    };
-    return reply;
+    auto renderer =
+        std::make_shared<CompletionRenderer>(state, r, std::move(prompts), std::move(echo));
+    return run_generation(state, std::move(p), r, std::move(renderer), r.stream);
 }
 
 }  // namespace myriad::api

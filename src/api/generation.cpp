@@ -174,6 +174,7 @@ void Generation::process(size_t i, RequestOutput& out,
             s.finished = true;
             piece.finished = true;
             piece.finish_reason = "stop";
+            piece.stop_string = s.stop.matched();
             on_piece(piece);
             return;
         }
@@ -184,6 +185,7 @@ void Generation::process(size_t i, RequestOutput& out,
         s.finished = true;
         piece.finished = true;
         piece.finish_reason = s.stop.stopped() ? "stop" : reason_name(out.reason);
+        if (s.stop.stopped()) piece.stop_string = s.stop.matched();
         if (!out.error.empty()) piece.error = out.error;
         s.usage.completion_tokens = std::min(s.usage.completion_tokens, out.completion_tokens);
     }

@@ -31,6 +31,7 @@ struct Piece {
     std::vector<SampleResult> logprobs;
     bool finished = false;
     const char* finish_reason = nullptr;  // "stop", "length", "abort" (set when finished)
+    std::string stop_string;              // the stop string that ended the sequence, if one did
     std::string error;                    // the engine failed this sequence
 };
 

@@ -4,12 +4,14 @@
 
 #include <cstdlib>
 
+#include "api/anthropic_messages.h"
 #include "api/api_error.h"
 #include "api/chat_handler.h"
 #include "api/client_connection.h"
 #include "api/completions_handler.h"
 #include "api/read_deadline.h"
 #include "api/request_headers.h"
+#include "api/responses_handler.h"
 #include "api/tokenize_handler.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -19,9 +21,11 @@ namespace myriad::api {
 namespace {
 
 void send_error(httplib::Response& res, int status, const std::string& message,
-                const std::string& param = "") {
+                const std::string& param = "", std::string_view path = "") {
     res.status = status;
-    res.set_content(dump(error_json(status, message, param)), "application/json");
+    res.set_content(is_anthropic_path(path) ? dump(anthropic_error_json(status, message))
+                                            : dump(error_json(status, message, param)),
+                    "application/json");
 }
 
 Reply health(ServerState& state, std::string_view) {
@@ -76,6 +80,9 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/completions", completions, true},
     {"POST", "/tokenize", tokenize, true},
     {"POST", "/detokenize", detokenize, true},
+    {"POST", "/v1/messages", anthropic_messages, true},
+    {"POST", "/v1/messages/count_tokens", anthropic_count_tokens, true},
+    {"POST", "/v1/responses", responses, true},
     {"GET", "/v1/models", models, false},
     {"GET", "/health", health, false},
     {"GET", "/metrics", metrics, false},
@@ -122,8 +129,13 @@ HttpServer::HttpServer(ServerState& state)
             return httplib::Server::HandlerResponse::Handled;
         }
         if (Auth::protects(req.path) &&
-            !state_.auth().accepts(req.get_header_value("Authorization"))) {
-            send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer <key>'");
+            !state_.auth().accepts(req.get_header_value("Authorization")) &&
+            !(req.has_header("x-api-key") &&
+              state_.auth().accepts_api_key(req.get_header_value("x-api-key")))) {
+            send_error(res, 401,
+                       "missing or wrong API key: send 'Authorization: Bearer <key>' (or "
+                       "'x-api-key: <key>')",
+                       "", req.path);
             state_.metrics().request_done(req.path, 401);
             return httplib::Server::HandlerResponse::Handled;
         }
@@ -227,7 +239,7 @@ HttpServer::HttpServer(ServerState& state)
                 }
             } catch (const ApiError& e) {
                 status = e.status();
-                send_error(res, e.status(), e.what(), e.param());
+                send_error(res, e.status(), e.what(), e.param(), req.path);
             } catch (const Error& e) {
                 status = e.kind() == ErrorKind::BadInput ? 400 : 500;
                 send_error(res, status, e.what());

@@ -88,10 +88,11 @@ std::vector<TokenId> token_list(const J& v, const std::string& name) {
     return ids;
 }
 
+}  // namespace
+
 void parse_generation(const J& o, GenerationFields& g, bool chat) {
-    auto model = get_string(o, "model");
-    if (!model) fail(400, "model", "'model' is required (see GET /v1/models)");
-    g.model = *model;
+    // Optional, as in vLLM: left out, it is the served model (check_model fills it in).
+    g.model = get_string(o, "model").value_or("");
     g.stream = get_bool(o, "stream", false);
     if (const J* so = field(o, "stream_options")) {
         if (!so->is_object())
@@ -181,6 +182,8 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
                  t);
     }
 }
+
+namespace {
 
 // Text parts joined; other parts (images, audio, files) are refused.
 J normalize_content(const J& c, const std::string& where) {

@@ -61,6 +61,11 @@ struct CompletionRequest : GenerationFields {
     bool echo = false;
 };
 
+// The sampling and output fields of a request body (chat: `logprobs` is a boolean with
+// `top_logprobs`; else `logprobs` is the count). Other APIs whose fields share these names
+// (Anthropic's, the Responses API's) read them here too.
+void parse_generation(const nlohmann::ordered_json& o, GenerationFields& g, bool chat);
+
 // Parses the body (JSON nested at most 64 deep).
 nlohmann::ordered_json parse_body(std::string_view body);
 ChatRequest parse_chat_request(std::string_view body);

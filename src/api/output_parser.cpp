@@ -9,6 +9,7 @@
 #include "api/marker_lexer.h"
 #include "api/tool_call_syntax.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace myriad::api {
 
@@ -17,8 +18,11 @@ namespace {
 class SectionedOutputParser final : public OutputParser {
   public:
     SectionedOutputParser(const ToolCallSyntax* syntax, bool reasoning, bool starts_in_reasoning,
-                          ToolCallIdSource ids)
-        : syntax_(syntax), lexer_(spellings(syntax, reasoning)), ids_(std::move(ids)) {
+                          ToolCallIdSource ids, std::vector<std::string> tool_names)
+        : syntax_(syntax),
+          lexer_(spellings(syntax, reasoning)),
+          ids_(std::move(ids)),
+          tool_names_(std::move(tool_names)) {
         if (reasoning && starts_in_reasoning) {
             mode_ = Mode::Reasoning;
             result_.reasoning.emplace();
@@ -50,7 +54,9 @@ class SectionedOutputParser final : public OutputParser {
 
   private:
     enum class Mode { Content, Reasoning, Section, AfterSection };
-    enum class Call { None, Head, Body };  // inside the section: where in a call
+    // Inside the section: where in a call; Text: a call whose head did not parse, kept as
+    // content.
+    enum class Call { None, Head, Body, Text };
 
     // The lexer's markers (think tags with reasoning, the family's with tool calls); kinds_
     // gives each one's meaning by index.
@@ -70,6 +76,7 @@ class SectionedOutputParser final : public OutputParser {
     }
 
     void handle(const MarkerLexer::Piece& p) {
+        spelling_ = p.marker >= 0 ? std::string_view(p.text) : std::string_view();
         if (p.marker < 0 || !on_marker(kinds_[p.marker])) on_text(p.text);
     }
 
@@ -112,16 +119,26 @@ class SectionedOutputParser final : public OutputParser {
                 end_call(/*complete=*/false);
                 call_ = Call::Head;
                 head_.clear();
+                call_begin_ = spelling_;
                 reader_ = syntax_->new_call();
                 return true;
             case Marker::CallSeparator: {
                 if (call_ != Call::Head) return false;
                 CallEvents ev;
-                call_ = reader_->read_head(head_, ev) ? Call::Body : Call::None;
-                apply(ev);
+                if (reader_->read_head(head_, ev) || sole_tool_header(ev)) {
+                    call_ = Call::Body;
+                    apply(ev);
+                } else {
+                    // Nothing the model wrote is lost: the call comes back as text.
+                    log::warn("tool call '{}' does not name a declared tool; returned as content",
+                              trim_space(head_));
+                    call_ = Call::Text;
+                    append_content(call_begin_ + head_ + std::string(spelling_));
+                }
                 return true;
             }
             case Marker::CallEnd:
+                if (call_ == Call::Text) append_content(spelling_);
                 end_call(/*complete=*/true);
                 return true;
             case Marker::SectionEnd:
@@ -150,6 +167,8 @@ class SectionedOutputParser final : public OutputParser {
                     CallEvents ev;
                     reader_->read_body(text, ev);
                     apply(ev);
+                } else if (call_ == Call::Text) {
+                    append_content(text);
                 }
                 break;  // text between calls is dropped
             case Mode::AfterSection:
@@ -194,6 +213,17 @@ class SectionedOutputParser final : public OutputParser {
         reader_.reset();
     }
 
+    // A head that is only an id without a function name (Kimi-K2.6 writes `call_3` in
+    // multi-turn use) names the one declared tool when there is exactly one.
+    bool sole_tool_header(CallEvents& ev) const {
+        const std::string_view id = trim_space(head_);
+        if (tool_names_.size() != 1 || id.empty()) return false;
+        for (char c : id)
+            if (c == '<' || c == '>' || is_space(c)) return false;
+        ev.header = CallHeader{std::string(id), tool_names_[0]};
+        return true;
+    }
+
     void apply(CallEvents& ev) {
         if (ev.header && !call_emitted_) {
             call_emitted_ = true;
@@ -227,10 +257,13 @@ class SectionedOutputParser final : public OutputParser {
     std::vector<Marker> kinds_;
     MarkerLexer lexer_;
     ToolCallIdSource ids_;
+    std::vector<std::string> tool_names_;  // the request's declared tools
 
     Mode mode_ = Mode::Content;
     Call call_ = Call::None;
     std::string head_;
+    std::string call_begin_;     // the current call's begin marker as written
+    std::string_view spelling_;  // the marker being handled
     std::unique_ptr<CallReader> reader_;
     bool content_started_ = false;  // content other than white space came (since </think>)
     std::string held_space_;
@@ -251,7 +284,7 @@ std::unique_ptr<OutputParser> make_output_parser(const ParserOptions& options) {
         options.tools_enabled ? find_tool_call_syntax(options.tool_parser) : nullptr;
     return std::make_unique<SectionedOutputParser>(syntax, !options.reasoning_parser.empty(),
                                                    options.prompt_ends_in_think,
-                                                   options.tool_call_ids);
+                                                   options.tool_call_ids, options.tool_names);
 }
 
 ParsedOutput parse_output(const ParserOptions& options, std::string_view text) {

@@ -19,10 +19,13 @@
 // section begins. A call is emitted once its header is known (kimi_k2: at the argument marker,
 // once its id reads `PREFIX:DIGITS`; deepseek: at the end of the name), then its arguments as
 // fragments. Arguments are the model's text less surrounding white space (and DeepSeek-V3's
-// ```json fence); JSON is not validated. A call whose header never completes, with an invalid
-// id or an empty name is dropped. A call cut short — the output ends (max_tokens) or another
-// call or the section end comes before its call-end marker — is kept with the arguments it got
-// (a streaming client already has them) and marked complete = false.
+// ```json fence); JSON is not validated. A call whose header never completes is dropped; one
+// whose head names no function (kimi_k2: an id not `PREFIX:DIGITS`, such as `call_3`) names the
+// declared tool when exactly one is declared, else comes back as content text, markers and all
+// (and a warning in the log). A DeepSeek call with an empty name is still dropped. A call cut short
+// — the output ends (max_tokens) or another call or the section end comes before its call-end
+// marker — is kept with the arguments it got (a streaming client already has them) and marked
+// complete = false.
 #pragma once
 
 #include <memory>
@@ -63,11 +66,12 @@ struct ParsedOutput {
 };
 
 struct ParserOptions {
-    std::string tool_parser;            // "kimi_k2" | "deepseek_v3" | "deepseek_v31" | "" (none)
-    std::string reasoning_parser;       // "kimi_k2" | "deepseek_r1" | "deepseek_v3" | "" (none)
-    bool prompt_ends_in_think = false;  // the rendered prompt ends inside an open <think>
-    bool tools_enabled = false;         // the request has tools and tool_choice is not none
-    ToolCallIdSource tool_call_ids;     // for generated ids; empty: random_tool_call_ids()
+    std::string tool_parser;              // "kimi_k2" | "deepseek_v3" | "deepseek_v31" | "" (none)
+    std::string reasoning_parser;         // "kimi_k2" | "deepseek_r1" | "deepseek_v3" | "" (none)
+    bool prompt_ends_in_think = false;    // the rendered prompt ends inside an open <think>
+    bool tools_enabled = false;           // the request has tools and tool_choice is not none
+    ToolCallIdSource tool_call_ids;       // for generated ids; empty: random_tool_call_ids()
+    std::vector<std::string> tool_names;  // the request's declared tools (resolve nameless calls)
 };
 
 class OutputParser {

@@ -18,7 +18,8 @@ int64_t unix_now() {
         .count();
 }
 
-void check_model(const ServerState& state, const std::string& model) {
+void check_model(const ServerState& state, std::string& model) {
+    if (model.empty()) model = state.options().served_model_name;
     if (model != state.options().served_model_name)
         fail(404, "model", "The model '{}' does not exist; this server serves '{}'", model,
              state.options().served_model_name);
@@ -36,6 +37,40 @@ nlohmann::ordered_json usage_json(const Usage& u) {
             {"completion_tokens", u.completion_tokens},
             {"total_tokens", u.prompt_tokens + u.completion_tokens},
             {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+namespace {
+
+void spaced_json_to(const nlohmann::ordered_json& j, std::string& out) {
+    if (j.is_object()) {
+        out += '{';
+        bool first = true;
+        for (const auto& [k, v] : j.items()) {
+            if (!first) out += ", ";
+            first = false;
+            out += dump(nlohmann::ordered_json(k));
+            out += ": ";
+            spaced_json_to(v, out);
+        }
+        out += '}';
+    } else if (j.is_array()) {
+        out += '[';
+        for (size_t i = 0; i < j.size(); ++i) {
+            if (i) out += ", ";
+            spaced_json_to(j[i], out);
+        }
+        out += ']';
+    } else {
+        out += dump(j);
+    }
+}
+
+}  // namespace
+
+std::string spaced_json(const nlohmann::ordered_json& j) {
+    std::string out;
+    spaced_json_to(j, out);
+    return out;
 }
 
 std::string token_text(const Tokenizer& tok, TokenId id) {

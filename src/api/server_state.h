@@ -13,6 +13,7 @@
 
 #include "api/auth.h"
 #include "api/metrics.h"
+#include "api/responses_store.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,6 +53,7 @@ struct ServerOptions {
     std::string reasoning_parser;     // "" = from model_type
     std::string chat_template;        // --chat-template text, "" = the model's
     bool enable_test_output = false;  // test facility: requests may carry `test_output`
+    size_t responses_store = 1000;    // --responses-store: stored Responses API replies
 };
 
 // The model as the handlers use it; set once loading finished.
@@ -66,11 +68,14 @@ struct LoadedServerModel {
 class ServerState {
   public:
     explicit ServerState(ServerOptions options)
-        : options_(std::move(options)), auth_(options_.api_key) {}
+        : options_(std::move(options)),
+          auth_(options_.api_key),
+          responses_(options_.responses_store) {}
 
     const ServerOptions& options() const { return options_; }
     const Auth& auth() const { return auth_; }
     Metrics& metrics() { return metrics_; }
+    ResponsesStore& responses() { return responses_; }
 
     // Loading: a phase for /health until ready.
     void set_phase(std::string phase);
@@ -98,6 +103,7 @@ class ServerState {
     ServerOptions options_;
     Auth auth_;
     Metrics metrics_;
+    ResponsesStore responses_;
     mutable std::mutex mutex_;
     std::string phase_ = "starting";
     std::atomic<bool> ready_{false};

@@ -11,4 +11,12 @@ std::string sse_event(std::string_view json) {
     return out;
 }
 
+std::string sse_named_event(std::string_view type, std::string_view json) {
+    std::string out = "event: ";
+    out += type;
+    out += "\n";
+    out += sse_event(json);
+    return out;
+}
+
 }  // namespace myriad::api

@@ -16,7 +16,8 @@ Reply tokenize(ServerState& state, std::string_view body) {
     const LoadedServerModel& m = state.model();
     if (o.contains("model") && !o["model"].is_null()) {
         if (!o["model"].is_string()) fail(400, "model", "'model' must be a string");
-        check_model(state, o["model"].get<std::string>());
+        std::string model = o["model"].get<std::string>();
+        check_model(state, model);
     }
     std::vector<TokenId> ids;
     if (o.contains("messages")) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "api/chat_handler.h"
+#include "api/generation_core.h"
 #include "api/http_server.h"
 #include "api/prompt_renderer.h"
 #include "api/server_state.h"
@@ -32,6 +33,7 @@ struct ServeArgs {
     std::string served_model_name;
     int64_t max_model_len = 0;
     int64_t max_queue = 256;
+    int64_t responses_store = 1000;
     int64_t max_request_bytes = int64_t{32} << 20;
     int64_t max_unsent_bytes = int64_t{1} << 20;
     double stream_write_timeout = 30;
@@ -48,6 +50,8 @@ struct ServeArgs {
 void check_args(const ServeArgs& a) {
     check_engine_flags(a.engine);
     if (a.max_queue < 0) bad_input("--max-queue {} must be at least 0", a.max_queue);
+    if (a.responses_store < 0)
+        bad_input("--responses-store {} must be at least 0", a.responses_store);
     if (a.max_request_bytes < 1024)
         bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
     if (a.max_unsent_bytes < 4096)
@@ -89,6 +93,7 @@ int run_serve(ServeArgs& a) {
     o.model_type = config.model_type;
     o.max_num_seqs = a.engine.max_num_seqs;
     o.max_queue = a.max_queue;
+    o.responses_store = static_cast<size_t>(a.responses_store);
     o.max_request_bytes = static_cast<size_t>(a.max_request_bytes);
     o.max_unsent_bytes = static_cast<size_t>(a.max_unsent_bytes);
     o.stream_write_timeout = a.stream_write_timeout;
@@ -213,6 +218,9 @@ Run add_serve(CLI::App& app) {
                    "context length: prompt + output tokens (default: the model's, at most 8192)");
     app.add_option("--max-queue", a->max_queue,
                    "sequences waiting beyond --max-num-seqs before 429 (default 256)");
+    app.add_option("--responses-store", a->responses_store,
+                   "Responses API replies kept in memory for previous_response_id, least "
+                   "recently used dropped first (default 1000; 0: none)");
     app.add_option("--max-request-bytes", a->max_request_bytes,
                    "largest request body; larger gets 413 (default 32 MiB)");
     app.add_option("--max-unsent-bytes", a->max_unsent_bytes,

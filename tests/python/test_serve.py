@@ -327,6 +327,37 @@ def test_tool_choice_required_forces_the_section(server):
     assert r.choices[0].logprobs.content[0].token == "<|tool_calls_section_begin|>"
 
 
+def test_nothing_the_model_wrote_is_lost(server):
+    # An id without a function name resolves to the one declared tool.
+    text = ("<|tool_calls_section_begin|><|tool_call_begin|>call_3<|tool_call_argument_begin|>"
+            "{\"city\": \"Rome\"}<|tool_call_end|><|tool_calls_section_end|>")
+    msg = chat(server, text, tools=[WEATHER_TOOL]).choices[0].message
+    assert [(t.id, t.function.name, t.function.arguments) for t in msg.tool_calls] == [
+        ("call_3", "get_weather", '{"city": "Rome"}')]
+    # With two declared tools it cannot be resolved: it comes back as text, never as nothing.
+    other = {"type": "function", "function": {"name": "get_time", "parameters": {}}}
+    r = chat(server, text, tools=[WEATHER_TOOL, other])
+    assert not r.choices[0].message.tool_calls
+    assert "call_3" in r.choices[0].message.content and "Rome" in r.choices[0].message.content
+    s_content, _, s_calls, _, _ = collect_stream(chat(server, text, stream=True,
+                                                      tools=[WEATHER_TOOL, other]))
+    assert s_content == r.choices[0].message.content and not s_calls
+    assert "does not name a declared tool" in server.output()
+
+
+def test_tool_choice_required_never_ends_empty(server):
+    """A forced section that still holds no call that parses is an error the client sees, not
+    a 200 with an empty message and finish_reason stop."""
+    text = "no call here<|tool_calls_section_end|>"
+    with pytest.raises(openai.InternalServerError) as e:
+        chat(server, text, tools=[WEATHER_TOOL], tool_choice="required")
+    assert "tool_choice" in e.value.body["message"]
+    stream = chat(server, text, stream=True, tools=[WEATHER_TOOL], tool_choice="required")
+    with pytest.raises(openai.APIError) as e:
+        collect_stream(stream)
+    assert "tool_choice" in str(e.value)
+
+
 def test_tool_choice_none_does_not_render_or_parse(server):
     text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
             "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>")
@@ -404,6 +435,12 @@ def test_errors(server):
     assert r.status_code == 400 and "error" in r.json()
     r = requests.post(server.url + "/v1/chat/completions", data="[" * 100000 + "]" * 100000)
     assert r.status_code == 400
+    # model is optional (as in vLLM): the served one.
+    r = requests.post(server.url + "/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "x"}], "test_output": "ok"})
+    assert r.status_code == 200 and r.json()["model"] == MODEL
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+    assert r.status_code == 200 and r.json()["model"] == MODEL
     # Unknown fields are ignored.
     r = chat(server, "ok", extra_body={"some_future_field": {"x": 1}})
     assert r.choices[0].message.content == "ok"
