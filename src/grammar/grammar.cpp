@@ -162,10 +162,15 @@ Grammar::Grammar(GrammarBuilder&& b, RuleId root, const std::string& what) {
             }
         }
     }
-    // Flatten: every alternative is its elements then an End.
+    // Flatten: every alternative is its elements then an End. Alternatives that derive no
+    // finite string are dropped, so every live parser state can still reach a document's end.
     alts_.resize(n);
     for (size_t r = 0; r < n; ++r)
         for (const auto& alt : b.rules_[r]) {
+            uint64_t sum = 0;
+            for (const Element& e : alt)
+                sum = std::min(kInf, sum + (e.kind == Element::Kind::Bytes ? 1 : min_len[e.index]));
+            if (sum >= kInf) continue;
             alts_[r].push_back(static_cast<uint32_t>(elems_.size()));
             for (const Element& e : alt) elems_.push_back(e);
             elems_.push_back({Element::Kind::End, 0});

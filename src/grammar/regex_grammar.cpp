@@ -12,9 +12,10 @@ namespace {
 
 const CodeSet kDigit = {{'0', '9'}};
 const CodeSet kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+// \s: what both ECMA-262 and Python's re call white space (Python leaves out U+FEFF).
 const CodeSet kSpace = {{'\t', '\r'}, {' ', ' '}, {0xa0, 0xa0}, {0x1680, 0x1680},
                         {0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f},
-                        {0x205f, 0x205f}, {0x3000, 0x3000}, {0xfeff, 0xfeff}};
+                        {0x205f, 0x205f}, {0x3000, 0x3000}};
 // \D \W \S: the complement within ASCII only (Python's re, jsonschema's engine, treats Unicode
 // digits and letters as \d and \w, so a wider complement could produce a non-matching text).
 CodeSet ascii_complement(const CodeSet& s) { return subtract({{0, 0x7f}}, s); }

@@ -178,3 +178,14 @@ TEST(JsonSchemaGrammar, JsonObjectAndCache) {
     auto b = compile_json_schema_text(std::string_view(R"({ "type":"integer" })"));
     EXPECT_EQ(a.get(), b.get());
 }
+
+TEST(JsonSchemaGrammar, BranchesWithoutAFiniteDocumentAreNeverEntered) {
+    // r: arrays that must hold an r: no finite document, so only null remains.
+    const char* s = R"({"anyOf":[{"type":"null"},{"$ref":"#/$defs/r"}],
+        "$defs":{"r":{"type":"array","items":{"$ref":"#/$defs/r"},"minItems":1}}})";
+    EXPECT_TRUE(accepts(s, "null"));
+    auto vocab = std::make_shared<const Vocabulary>(std::vector<std::string>{"x"},
+                                                    std::vector<TokenId>{});
+    Matcher m(compile_json_schema_text(s), vocab);
+    EXPECT_FALSE(m.accept_bytes("["));
+}
