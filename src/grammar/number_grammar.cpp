@@ -148,8 +148,9 @@ Element integer_grammar(GrammarBuilder& b, std::optional<int64_t> min, std::opti
         for (auto& s : pos) alts.push_back(std::move(s));
     }
     if (!min || *min < 0) {
-        // -m for magnitudes m in [max(1, -max), -min]; "-0" is left out.
-        uint64_t lo = max && *max < 0 ? magnitude(*max) : 1;
+        // -m for magnitudes m in [max(1, -max), -min]; "-0" (which is 0) only when unbounded.
+        bool zero = !min && !max;  // as llguidance: "-0" only without bounds
+        uint64_t lo = max && *max < 0 ? magnitude(*max) : zero ? 0 : 1;
         Seqs neg;
         range(b, lo, min ? std::optional<uint64_t>(magnitude(*min)) : std::nullopt, neg);
         if (!neg.empty()) alts.push_back({b.byte('-'), choice_or_nothing(b, std::move(neg))});

@@ -7,6 +7,9 @@
 //   grammar_tool check SCHEMA < DOCS               per input line: 1 if the matcher accepts
 //                                                  the whole line as a document, else 0
 //   grammar_tool tokens SCHEMA TOKENIZER SEED COUNT  the same walk over tokens (fill_mask)
+//   grammar_tool masks SCHEMA TOKENIZER SEED COUNT   per step of COUNT token walks, a JSON line:
+//                                                  {"ids": the prefix, "allowed": [ids]} (or,
+//                                                  past 4096 ids, their "count" and "sum")
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -97,7 +100,7 @@ int main(int argc, char** argv) {
             }
             return 0;
         }
-        if (cmd == "tokens" && argc == 6) {
+        if ((cmd == "tokens" || cmd == "masks") && argc == 6) {
             auto g = load(argv[2]);
             auto tok = myriad::Tokenizer::load(argv[3]);
             auto vocab = Vocabulary::from_tokenizer(*tok);
@@ -106,11 +109,24 @@ int main(int argc, char** argv) {
             for (int i = 0, n = std::stoi(argv[5]); i < n; ++i) {
                 Matcher m(g, vocab);
                 std::string out;
+                std::vector<TokenId> ids;
                 while (!m.is_terminated()) {
                     m.fill_mask(mask);
                     std::vector<TokenId> allowed;
                     for (size_t t = 0; t < vocab->size(); ++t)
                         if (mask[t >> 5] >> (t & 31) & 1) allowed.push_back(static_cast<TokenId>(t));
+                    if (cmd == "masks") {
+                        nlohmann::json line{{"ids", ids}};
+                        if (allowed.size() <= 4096) {
+                            line["allowed"] = allowed;
+                        } else {
+                            uint64_t sum = 0;
+                            for (TokenId t : allowed) sum += static_cast<uint64_t>(t);
+                            line["count"] = allowed.size();
+                            line["sum"] = sum;
+                        }
+                        std::cout << line.dump() << "\n";
+                    }
                     if (allowed.empty()) myriad::internal_error("no token allowed after \"{}\"", out);
                     // Past a budget, only EOS or tokens that shorten the way to the end.
                     TokenId pick = allowed[rng() % allowed.size()];
@@ -134,8 +150,9 @@ int main(int argc, char** argv) {
                     if (!m.accept_token(pick))
                         myriad::internal_error("the mask allowed token {} but the matcher refused it", pick);
                     if (!vocab->is_eos(pick)) out += vocab->bytes(pick);
+                    ids.push_back(pick);
                 }
-                std::cout << out << "\n";
+                if (cmd == "tokens") std::cout << out << "\n";
             }
             return 0;
         }

@@ -80,6 +80,7 @@ TEST(JsonSchemaGrammar, IntegerBounds) {
     for (int v = -30; v <= 200; ++v)
         EXPECT_EQ(accepts(s, std::to_string(v)), v >= -15 && v <= 120) << v;
     EXPECT_FALSE(accepts(s, "-0"));
+    EXPECT_TRUE(accepts(R"({"type":"integer"})", "-0"));  // 0, as llguidance allows
     const char* t = R"({"type":"integer","exclusiveMinimum":99})";
     EXPECT_FALSE(accepts(t, "99"));
     EXPECT_TRUE(accepts(t, "100"));
