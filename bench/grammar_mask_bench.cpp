@@ -70,11 +70,13 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        std::printf("%-32s vocab %7zu  compile (or cache hit) %7.0f us  states %5zu  mask: fills meeting new states %8.1f us "
-                    "(%zu)  cached/other %6.2f us (%zu)  mean %6.2f us over %zu steps  (one mask "
-                    "copy: %zu bytes)\n",
-                    dir.c_str(), vocab->size(), compile_us, g->state_count(),
-                    cold_n ? cold / cold_n : 0.0, cold_n, warm_n ? warm / warm_n : 0.0, warm_n,
-                    total / steps, steps, vocab->mask_words() * 4);
+        std::printf(
+            "%-32s vocab %7zu  compile (or cache hit) %7.0f us  states %5zu  mask: fills meeting "
+            "new states %8.1f us "
+            "(%zu)  cached/other %6.2f us (%zu)  mean %6.2f us over %zu steps  (one mask "
+            "copy: %zu bytes)\n",
+            dir.c_str(), vocab->size(), compile_us, g->state_count(), cold_n ? cold / cold_n : 0.0,
+            cold_n, warm_n ? warm / warm_n : 0.0, warm_n, total / steps, steps,
+            vocab->mask_words() * 4);
     }
 }

@@ -21,9 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     static const auto vocab = std::make_shared<const Vocabulary>(
-        std::vector<std::string>{"{", "}", "\"", "\":", ",", "[", "]", "a", "0", "1", "-", ".", "e",
-                                 "true", "null", "\\", "\\u00", "\xc3\xa9", "\":\"", "\"}", "",
-                                 "<eos>"},
+        std::vector<std::string>{"{",     "}",        "\"",    "\":", ",", "[",    "]",    "a",
+                                 "0",     "1",        "-",     ".",   "e", "true", "null", "\\",
+                                 "\\u00", "\xc3\xa9", "\":\"", "\"}", "",  "<eos>"},
         std::vector<TokenId>{21});
     try {
         Matcher m(g, vocab);

@@ -25,8 +25,10 @@ RuleId GrammarBuilder::new_rule() {
 void GrammarBuilder::add_alt(RuleId rule, std::vector<Element> seq) {
     elements_ += seq.size() + 1;
     if (elements_ > kMaxElements)
-        bad_input("the schema is too large: its grammar passes {} elements (a very large "
-                  "maxLength, maxItems or {{n,m}} repetition?)", kMaxElements);
+        bad_input(
+            "the schema is too large: its grammar passes {} elements (a very large "
+            "maxLength, maxItems or {{n,m}} repetition?)",
+            kMaxElements);
     rules_[rule].push_back(std::move(seq));
 }
 
@@ -124,8 +126,10 @@ Grammar::Grammar(GrammarBuilder&& b, RuleId root, const std::string& what) {
         }
     }
     if (min_len[root] >= kInf)
-        bad_input("{} admits no JSON document (a false schema, an empty enum or type list, or a "
-                  "$ref cycle that never ends)", what);
+        bad_input(
+            "{} admits no JSON document (a false schema, an empty enum or type list, or a "
+            "$ref cycle that never ends)",
+            what);
     // Left recursion: a rule reaching itself through references after nullable prefixes.
     std::vector<int> mark(n, 0);
     std::vector<std::pair<size_t, size_t>> stack;
@@ -150,8 +154,10 @@ Grammar::Grammar(GrammarBuilder&& b, RuleId root, const std::string& what) {
             if (i < first[r].size()) {
                 size_t c = first[r][i++];
                 if (mark[c] == 1)
-                    bad_input("{} recurses without consuming input (a $ref cycle through "
-                              "anyOf/allOf, or a rule that refers to itself first)", what);
+                    bad_input(
+                        "{} recurses without consuming input (a $ref cycle through "
+                        "anyOf/allOf, or a rule that refers to itself first)",
+                        what);
                 if (mark[c] == 0) {
                     mark[c] = 1;
                     stack.push_back({c, 0});
@@ -220,21 +226,21 @@ void Grammar::closure(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out,
     seen.push_back(key);
     const Element& e = elems_[pos];
     switch (e.kind) {
-    case Element::Kind::End:
-        if (parent == kNoParent)
-            out.push_back(kAcceptNode);
-        else
-            closure(nodes_[parent].pos, nodes_[parent].parent, out, seen, depth + 1);
-        return;
-    case Element::Kind::Bytes:
-        out.push_back(node(pos, parent));
-        return;
-    case Element::Kind::Rule: {
-        uint32_t cont =
-            elems_[pos + 1].kind == Element::Kind::End ? parent : node(pos + 1, parent);
-        for (uint32_t start : alts_[e.index]) closure(start, cont, out, seen, depth + 1);
-        return;
-    }
+        case Element::Kind::End:
+            if (parent == kNoParent)
+                out.push_back(kAcceptNode);
+            else
+                closure(nodes_[parent].pos, nodes_[parent].parent, out, seen, depth + 1);
+            return;
+        case Element::Kind::Bytes:
+            out.push_back(node(pos, parent));
+            return;
+        case Element::Kind::Rule: {
+            uint32_t cont =
+                elems_[pos + 1].kind == Element::Kind::End ? parent : node(pos + 1, parent);
+            for (uint32_t start : alts_[e.index]) closure(start, cont, out, seen, depth + 1);
+            return;
+        }
     }
 }
 
@@ -242,14 +248,18 @@ StateId Grammar::intern(std::vector<uint32_t>& v) const {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     if (v.size() > kMaxStateNodes)
-        bad_input("the grammar is too ambiguous here: a state holds more than {} parses (a "
-                  "pattern with nested repetitions?)", kMaxStateNodes);
+        bad_input(
+            "the grammar is too ambiguous here: a state holds more than {} parses (a "
+            "pattern with nested repetitions?)",
+            kMaxStateNodes);
     std::string key(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(uint32_t));
     auto [it, fresh] = state_index_.try_emplace(key, static_cast<StateId>(states_.size()));
     if (fresh) {
         if (states_.size() >= kMaxStates)
-            bad_input("the grammar's automaton passed {} states; the schema is too large to "
-                      "constrain", kMaxStates);
+            bad_input(
+                "the grammar's automaton passed {} states; the schema is too large to "
+                "constrain",
+                kMaxStates);
         states_.push_back(v);
         table_.resize(table_.size() + 256, kUnknown);
     }

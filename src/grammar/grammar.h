@@ -28,7 +28,7 @@ struct Element {
 
 // Builds the rules; the JSON Schema compiler and the regex compiler write into one builder.
 class GrammarBuilder {
-public:
+  public:
     RuleId new_rule();
     void add_alt(RuleId rule, std::vector<Element> seq);
     Element bytes(const ByteSet& set);
@@ -44,7 +44,7 @@ public:
     std::vector<Element> repeat(Element e, int64_t min, int64_t max);
     size_t element_count() const { return elements_; }
 
-private:
+  private:
     friend class Grammar;
     std::vector<std::vector<std::vector<Element>>> rules_;
     std::vector<ByteSet> sets_;
@@ -53,7 +53,7 @@ private:
 };
 
 class Grammar {
-public:
+  public:
     // Checks that the root derives some finite string and that no rule is left-recursive
     // (a $ref cycle consuming no input); `what` names the schema in those errors.
     Grammar(GrammarBuilder&& builder, RuleId root, const std::string& what);
@@ -74,7 +74,7 @@ public:
     const std::vector<uint32_t>* cached_mask(uint64_t vocab_uid, StateId state) const;
     void store_mask(uint64_t vocab_uid, StateId state, std::vector<uint32_t> mask) const;
 
-private:
+  private:
     struct Node {
         uint32_t pos;
         uint32_t parent;

@@ -1,11 +1,13 @@
 // RFC 3339 dates and times (years 0001-9999 and days per month respected, February to the
-// 28th: never a date Python's date.fromisoformat refuses), RFC 4122 UUIDs, a dot-atom email address, dotted-quad IPv4.
+// 28th: never a date Python's date.fromisoformat refuses), RFC 4122 UUIDs, a dot-atom email
+// address, dotted-quad IPv4.
 #include "grammar/json_formats.h"
 
 namespace myriad::grammar {
 namespace {
 const char* kDate =
-    "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|"
+    "(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-"
+    "9]|3[01])|(?:0[469]|11)-(?:0[1-9]|"
     "[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))";
 const char* kTime =
     "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):"

@@ -23,14 +23,33 @@ using json = nlohmann::ordered_json;
 constexpr int kMaxMergeDepth = 64;
 constexpr int64_t kMaxCount = 10000;  // largest maxItems / maxLength spelled out as rules
 
-const char* kAnnotations[] = {"title", "description", "default", "examples", "$schema", "$id",
-                              "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-                              "definitions", "nullable", "$anchor", "contentEncoding",
-                              "contentMediaType", "discriminator", "strict"};
-const char* kKeywords[] = {"type", "properties", "required", "additionalProperties", "enum",
-                           "const", "anyOf", "oneOf", "allOf", "$ref", "items", "prefixItems",
-                           "additionalItems", "minItems", "maxItems", "minLength", "maxLength",
-                           "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+const char* kAnnotations[] = {"title",         "description", "default",         "examples",
+                              "$schema",       "$id",         "$comment",        "deprecated",
+                              "readOnly",      "writeOnly",   "$defs",           "definitions",
+                              "nullable",      "$anchor",     "contentEncoding", "contentMediaType",
+                              "discriminator", "strict"};
+const char* kKeywords[] = {"type",
+                           "properties",
+                           "required",
+                           "additionalProperties",
+                           "enum",
+                           "const",
+                           "anyOf",
+                           "oneOf",
+                           "allOf",
+                           "$ref",
+                           "items",
+                           "prefixItems",
+                           "additionalItems",
+                           "minItems",
+                           "maxItems",
+                           "minLength",
+                           "maxLength",
+                           "pattern",
+                           "format",
+                           "minimum",
+                           "maximum",
+                           "exclusiveMinimum",
                            "exclusiveMaximum"};
 const char* kTypes[] = {"null", "boolean", "object", "array", "string", "number", "integer"};
 
@@ -41,10 +60,12 @@ bool in(const char* const (&list)[N], const std::string& k) {
     return false;
 }
 
-std::string quote(const std::string& s) { return json(s).dump(); }
+std::string quote(const std::string& s) {
+    return json(s).dump();
+}
 
 class Compiler {
-public:
+  public:
     Compiler(const json& root, const SchemaOptions& opt) : root_(root), opt_(opt) {}
 
     std::shared_ptr<const Grammar> run() {
@@ -61,7 +82,7 @@ public:
         return std::make_shared<const Grammar>(std::move(b_), r, "json_object");
     }
 
-private:
+  private:
     static std::string at(const std::string& path) { return path.empty() ? "/" : path; }
 
     Element nothing() { return GrammarBuilder::ref(b_.new_rule()); }
@@ -87,11 +108,13 @@ private:
         RuleId v = b_.new_rule();
         value_ = GrammarBuilder::ref(v);
         Element kv = b_.group({any_string(), b_.byte(':'), *value_});
-        object_ = b_.group({b_.byte('{'), b_.optional(b_.group({kv, b_.star(b_.group({b_.byte(','), kv}))})),
+        object_ = b_.group({b_.byte('{'),
+                            b_.optional(b_.group({kv, b_.star(b_.group({b_.byte(','), kv}))})),
                             b_.byte('}')});
-        Element arr = b_.group({b_.byte('['),
-                                b_.optional(b_.group({*value_, b_.star(b_.group({b_.byte(','), *value_}))})),
-                                b_.byte(']')});
+        Element arr =
+            b_.group({b_.byte('['),
+                      b_.optional(b_.group({*value_, b_.star(b_.group({b_.byte(','), *value_}))})),
+                      b_.byte(']')});
         b_.add_alt(v, {*object_});
         b_.add_alt(v, {arr});
         b_.add_alt(v, {any_string()});
@@ -101,7 +124,8 @@ private:
 
     json resolve(const json& s, int depth = 0) {
         if (!s.is_object() || !s.contains("$ref")) return s;
-        if (depth > kMaxMergeDepth) bad_input("$ref chain deeper than {} (a cycle of bare $refs?)", kMaxMergeDepth);
+        if (depth > kMaxMergeDepth)
+            bad_input("$ref chain deeper than {} (a cycle of bare $refs?)", kMaxMergeDepth);
         const json& target = pointer(s["$ref"]);
         json rest = s;
         rest.erase("$ref");
@@ -131,7 +155,8 @@ private:
             }
         }
         if (!dec.empty() && dec[0] != '/')
-            bad_input("$ref \"{}\": anchors are not supported, use a JSON pointer (#/$defs/...)", r);
+            bad_input("$ref \"{}\": anchors are not supported, use a JSON pointer (#/$defs/...)",
+                      r);
         try {
             const json& t = root_.at(json::json_pointer(dec));
             return t;
@@ -162,12 +187,14 @@ private:
     Element compile_inner(const json& s, const std::string& path) {
         if (s.is_boolean()) return s.get<bool>() ? any_value() : nothing();
         if (!s.is_object())
-            bad_input("the schema at {} must be an object or a boolean, not {}", at(path), s.dump());
+            bad_input("the schema at {} must be an object or a boolean, not {}", at(path),
+                      s.dump());
         for (auto& [k, v] : s.items()) {
             if (in(kAnnotations, k) || in(kKeywords, k)) continue;
             if (k == "uniqueItems" && v == json(false)) continue;
             if (k == "minProperties" && v == json(0)) continue;
-            bad_input("JSON Schema keyword '{}' at {} is not supported by the grammar", k, at(path));
+            bad_input("JSON Schema keyword '{}' at {} is not supported by the grammar", k,
+                      at(path));
         }
         if (s.contains("allOf")) {
             if (!s["allOf"].is_array() || s["allOf"].empty())
@@ -237,11 +264,13 @@ private:
     }
 
     static std::vector<std::string> value_types(const json& s) {
-        if (s.is_boolean()) return s.get<bool>() ? std::vector<std::string>(std::begin(kTypes), std::end(kTypes))
-                                                 : std::vector<std::string>{};
+        if (s.is_boolean())
+            return s.get<bool>() ? std::vector<std::string>(std::begin(kTypes), std::end(kTypes))
+                                 : std::vector<std::string>{};
         if (!s.is_object()) return {};
         if (s.contains("const") || s.contains("enum")) return {};  // compared by value below
-        if (!s.contains("type")) return std::vector<std::string>(std::begin(kTypes), std::end(kTypes));
+        if (!s.contains("type"))
+            return std::vector<std::string>(std::begin(kTypes), std::end(kTypes));
         std::vector<std::string> out;
         const json& t = s["type"];
         for (const auto& x : t.is_array() ? t : json::array({t}))
@@ -279,9 +308,11 @@ private:
                         if (std::find(tb.begin(), tb.end(), x) != tb.end()) overlap = true;
                     if (!overlap) continue;
                 }
-                bad_input("'oneOf' at {}: branches {} and {} may match the same document; only "
-                          "branches of different types or different constants are supported "
-                          "(use anyOf if either may match)", at(path), i, j);
+                bad_input(
+                    "'oneOf' at {}: branches {} and {} may match the same document; only "
+                    "branches of different types or different constants are supported "
+                    "(use anyOf if either may match)",
+                    at(path), i, j);
             }
     }
 
@@ -323,8 +354,9 @@ private:
                 (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
                 (t == "string" && v.is_string()) || (t == "number" && v.is_number()))
                 return true;
-            if (t == "integer" && (v.is_number_integer() ||
-                                   (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())))
+            if (t == "integer" &&
+                (v.is_number_integer() ||
+                 (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())))
                 return true;
         }
         return false;
@@ -361,16 +393,20 @@ private:
                 bad_input("'pattern' together with 'format' at {} is not supported", at(path));
             std::string where, p;
             if (s.contains("pattern")) {
-                if (!s["pattern"].is_string()) bad_input("'pattern' at {} must be a string", at(path));
+                if (!s["pattern"].is_string())
+                    bad_input("'pattern' at {} must be a string", at(path));
                 p = s["pattern"].get<std::string>();
                 where = "'pattern' at " + at(path);
             } else {
-                if (!s["format"].is_string()) bad_input("'format' at {} must be a string", at(path));
+                if (!s["format"].is_string())
+                    bad_input("'format' at {} must be a string", at(path));
                 std::string f = s["format"].get<std::string>();
                 auto fp = format_pattern(f);
                 if (!fp)
-                    bad_input("'format' \"{}\" at {} is not supported (supported: date-time, date, "
-                              "time, uuid, email, ipv4)", f, at(path));
+                    bad_input(
+                        "'format' \"{}\" at {} is not supported (supported: date-time, date, "
+                        "time, uuid, email, ipv4)",
+                        f, at(path));
                 p = *fp;
                 where = "'format' at " + at(path);
             }
@@ -378,7 +414,8 @@ private:
         }
         if (max >= 0 && max < min) return nothing();
         if (max > kMaxCount || min > kMaxCount)
-            bad_input("'maxLength'/'minLength' at {} above {} is not supported", at(path), kMaxCount);
+            bad_input("'maxLength'/'minLength' at {} above {} is not supported", at(path),
+                      kMaxCount);
         std::vector<Element> seq{q};
         auto body = b_.repeat(string_char(), min, max);
         seq.insert(seq.end(), body.begin(), body.end());
@@ -403,7 +440,8 @@ private:
 
     int64_t to_int(double v, const char* k, const std::string& path) {
         if (std::fabs(v) > 9e18)
-            bad_input("'{}' {} at {}: bounds outside the 64-bit integer range are not supported", k, v, at(path));
+            bad_input("'{}' {} at {}: bounds outside the 64-bit integer range are not supported", k,
+                      v, at(path));
         return static_cast<int64_t>(v);
     }
 
@@ -415,12 +453,14 @@ private:
             bool ex = flag(s, "exclusiveMinimum");
             tighten_lo(to_int(ex ? std::floor(*m) + 1 : std::ceil(*m), "minimum", path));
         }
-        if (auto m = num(s, "exclusiveMinimum", path)) tighten_lo(to_int(std::floor(*m) + 1, "exclusiveMinimum", path));
+        if (auto m = num(s, "exclusiveMinimum", path))
+            tighten_lo(to_int(std::floor(*m) + 1, "exclusiveMinimum", path));
         if (auto m = num(s, "maximum", path)) {
             bool ex = flag(s, "exclusiveMaximum");
             tighten_hi(to_int(ex ? std::ceil(*m) - 1 : std::floor(*m), "maximum", path));
         }
-        if (auto m = num(s, "exclusiveMaximum", path)) tighten_hi(to_int(std::ceil(*m) - 1, "exclusiveMaximum", path));
+        if (auto m = num(s, "exclusiveMaximum", path))
+            tighten_hi(to_int(std::ceil(*m) - 1, "exclusiveMaximum", path));
         if (lo && hi && *lo > *hi) return nothing();
         return integer_grammar(b_, lo, hi);
     }
@@ -429,21 +469,26 @@ private:
         std::optional<Bound> lo, hi;
         auto whole = [&](double v, const char* k) {
             if (std::floor(v) != v)
-                bad_input("'{}' {} at {}: a number's bounds must be whole numbers (an integer type "
-                          "takes any bound)", k, v, at(path));
+                bad_input(
+                    "'{}' {} at {}: a number's bounds must be whole numbers (an integer type "
+                    "takes any bound)",
+                    k, v, at(path));
             return to_int(v, k, path);
         };
-        if (auto m = num(s, "minimum", path)) lo = Bound{whole(*m, "minimum"), flag(s, "exclusiveMinimum")};
+        if (auto m = num(s, "minimum", path))
+            lo = Bound{whole(*m, "minimum"), flag(s, "exclusiveMinimum")};
         if (auto m = num(s, "exclusiveMinimum", path)) {
             Bound e{whole(*m, "exclusiveMinimum"), true};
             if (!lo || e.value >= lo->value) lo = e;
         }
-        if (auto m = num(s, "maximum", path)) hi = Bound{whole(*m, "maximum"), flag(s, "exclusiveMaximum")};
+        if (auto m = num(s, "maximum", path))
+            hi = Bound{whole(*m, "maximum"), flag(s, "exclusiveMaximum")};
         if (auto m = num(s, "exclusiveMaximum", path)) {
             Bound e{whole(*m, "exclusiveMaximum"), true};
             if (!hi || e.value <= hi->value) hi = e;
         }
-        if (lo && hi && (lo->value > hi->value || (lo->value == hi->value && (lo->exclusive || hi->exclusive))))
+        if (lo && hi &&
+            (lo->value > hi->value || (lo->value == hi->value && (lo->exclusive || hi->exclusive))))
             return nothing();
         return number_grammar(b_, lo, hi);
     }
@@ -452,7 +497,8 @@ private:
         std::vector<json> prefix;
         json extra = true;
         if (s.contains("prefixItems")) {
-            if (!s["prefixItems"].is_array()) bad_input("'prefixItems' at {} must be an array", at(path));
+            if (!s["prefixItems"].is_array())
+                bad_input("'prefixItems' at {} must be an array", at(path));
             for (const auto& x : s["prefixItems"]) prefix.push_back(x);
             if (s.contains("items")) extra = s["items"];
         } else if (s.contains("items") && s["items"].is_array()) {
@@ -512,7 +558,8 @@ private:
                 unsigned char c = n[i];
                 int len = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
                 uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-                for (int j = 1; j < len && i + j < n.size(); ++j) cp = (cp << 6) | (n[i + j] & 0x3f);
+                for (int j = 1; j < len && i + j < n.size(); ++j)
+                    cp = (cp << 6) | (n[i + j] & 0x3f);
                 i += len;
                 auto it = trie[t].kids.find(cp);
                 if (it == trie[t].kids.end()) {
@@ -562,7 +609,8 @@ private:
             return std::find(required.begin(), required.end(), n) != required.end();
         };
         if (s.contains("properties")) {
-            if (!s["properties"].is_object()) bad_input("'properties' at {} must be an object", at(path));
+            if (!s["properties"].is_object())
+                bad_input("'properties' at {} must be an object", at(path));
             for (auto& [k, v] : s["properties"].items()) props.push_back({k, v, is_req(k)});
         }
         json additional = opt_.additional_properties_default ? json(true) : json(false);
@@ -636,7 +684,8 @@ std::shared_ptr<const Grammar> cached(const std::string& key,
 
 }  // namespace
 
-std::shared_ptr<const Grammar> compile_json_schema(const json& schema, const SchemaOptions& options) {
+std::shared_ptr<const Grammar> compile_json_schema(const json& schema,
+                                                   const SchemaOptions& options) {
     std::string key;
     try {
         key = schema.dump();
@@ -647,7 +696,8 @@ std::shared_ptr<const Grammar> compile_json_schema(const json& schema, const Sch
     return cached(key, [&] { return Compiler(schema, options).run(); });
 }
 
-std::shared_ptr<const Grammar> compile_json_schema_text(std::string_view text, const SchemaOptions& options) {
+std::shared_ptr<const Grammar> compile_json_schema_text(std::string_view text,
+                                                        const SchemaOptions& options) {
     json schema;
     try {
         schema = json::parse(text);

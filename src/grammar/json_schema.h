@@ -24,7 +24,7 @@ std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json&
                                                    const SchemaOptions& options = {});
 // Parses `schema_text` first (a BadInput error when it is not JSON).
 std::shared_ptr<const Grammar> compile_json_schema_text(std::string_view schema_text,
-                                                   const SchemaOptions& options = {});
+                                                        const SchemaOptions& options = {});
 // Any JSON value (object_only: any JSON object, response_format json_object).
 std::shared_ptr<const Grammar> any_json_grammar(bool object_only);
 

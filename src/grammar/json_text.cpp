@@ -9,7 +9,9 @@ namespace {
 
 constexpr uint32_t kMaxCode = 0x10ffff;
 
-int utf8_len(uint32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+int utf8_len(uint32_t c) {
+    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+}
 
 void encode(uint32_t c, uint8_t* out) {
     int n = utf8_len(c);
@@ -61,21 +63,30 @@ void utf8_pieces(uint32_t lo, uint32_t hi, GrammarBuilder& b,
     alts.push_back(std::move(seq));
 }
 
-bool needs_escape(uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; }
+bool needs_escape(uint32_t c) {
+    return c < 0x20 || c == '"' || c == '\\';
+}
 
 std::string escape(uint32_t c) {
     switch (c) {
-    case '"': return "\\\"";
-    case '\\': return "\\\\";
-    case '\b': return "\\b";
-    case '\f': return "\\f";
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
-    default: {
-        static const char* hex = "0123456789abcdef";
-        return std::string("\\u00") + hex[c >> 4] + hex[c & 15];
-    }
+        case '"':
+            return "\\\"";
+        case '\\':
+            return "\\\\";
+        case '\b':
+            return "\\b";
+        case '\f':
+            return "\\f";
+        case '\n':
+            return "\\n";
+        case '\r':
+            return "\\r";
+        case '\t':
+            return "\\t";
+        default: {
+            static const char* hex = "0123456789abcdef";
+            return std::string("\\u00") + hex[c >> 4] + hex[c & 15];
+        }
     }
 }
 
@@ -138,11 +149,14 @@ Element json_char_class(GrammarBuilder& b, const CodeSet& set) {
     for (CodeRange r : normalize(set)) {
         uint32_t lo = r.lo;
         // Characters needing an escape one by one; the rest as UTF-8 ranges.
-        while (lo <= r.hi && (lo < 0x20 || lo == '"' || lo == '\\')) alts.push_back(json_char(b, lo++));
+        while (lo <= r.hi && (lo < 0x20 || lo == '"' || lo == '\\'))
+            alts.push_back(json_char(b, lo++));
         while (lo <= r.hi) {
             uint32_t hi = r.hi;
-            if (lo < '"' && hi >= '"') hi = '"' - 1;
-            else if (lo < '\\' && hi >= '\\') hi = '\\' - 1;
+            if (lo < '"' && hi >= '"')
+                hi = '"' - 1;
+            else if (lo < '\\' && hi >= '\\')
+                hi = '\\' - 1;
             utf8_pieces(lo, hi, b, alts);
             lo = hi + 1;
             while (lo <= r.hi && (lo == '"' || lo == '\\')) alts.push_back(json_char(b, lo++));

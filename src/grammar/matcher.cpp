@@ -20,7 +20,9 @@ void Matcher::reset() {
     terminated_.assign(1, false);
 }
 
-bool Matcher::is_accepting() const { return !is_terminated() && grammar_->is_accepting(state()); }
+bool Matcher::is_accepting() const {
+    return !is_terminated() && grammar_->is_accepting(state());
+}
 
 bool Matcher::accept_bytes(std::string_view bytes) {
     if (is_terminated()) return false;

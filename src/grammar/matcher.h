@@ -15,7 +15,7 @@
 namespace myriad::grammar {
 
 class Matcher {
-public:
+  public:
     Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocab);
 
     // false (and no change) when the token may not come next. An EOS id is accepted only
@@ -37,7 +37,7 @@ public:
     StateId state() const { return history_.back(); }
     const Grammar& grammar() const { return *grammar_; }
 
-private:
+  private:
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const Vocabulary> vocab_;
     std::vector<StateId> history_;

@@ -95,10 +95,12 @@ Element frac_grammar(GrammarBuilder& b, Frac f) {
     Element dot = b.byte('.');
     Element digit = digits(b, '0', '9');
     switch (f) {
-    case Frac::Any: return b.optional(b.group({dot, digit, b.star(digit)}));
-    case Frac::Zero: return b.optional(b.group({dot, b.byte('0'), b.star(b.byte('0'))}));
-    case Frac::NonZero:
-        return b.group({dot, b.star(b.byte('0')), digits(b, '1', '9'), b.star(digit)});
+        case Frac::Any:
+            return b.optional(b.group({dot, digit, b.star(digit)}));
+        case Frac::Zero:
+            return b.optional(b.group({dot, b.byte('0'), b.star(b.byte('0'))}));
+        case Frac::NonZero:
+            return b.group({dot, b.star(b.byte('0')), digits(b, '1', '9'), b.star(digit)});
     }
     return dot;
 }
@@ -135,7 +137,9 @@ void intersect(GrammarBuilder& b, const std::vector<Piece>& x, const std::vector
         }
 }
 
-uint64_t magnitude(int64_t v) { return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : v; }
+uint64_t magnitude(int64_t v) {
+    return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : v;
+}
 
 }  // namespace
 
@@ -164,9 +168,9 @@ Element number_grammar(GrammarBuilder& b, std::optional<Bound> min, std::optiona
         Element int_part = b.choice({{b.byte('0')}, {digits(b, '1', '9'), b.star(digit)}});
         ByteSet e, sign;
         e.set('e'), e.set('E'), sign.set('+'), sign.set('-');
-        return b.group({b.optional(b.byte('-')), int_part, frac_grammar(b, Frac::Any),
-                        b.optional(b.group({b.bytes(e), b.optional(b.bytes(sign)), digit,
-                                            b.star(digit)}))});
+        return b.group(
+            {b.optional(b.byte('-')), int_part, frac_grammar(b, Frac::Any),
+             b.optional(b.group({b.bytes(e), b.optional(b.bytes(sign)), digit, b.star(digit)}))});
     }
     Seqs alts;
     // v >= 0, written without a sign.

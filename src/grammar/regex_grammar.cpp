@@ -13,15 +13,17 @@ namespace {
 const CodeSet kDigit = {{'0', '9'}};
 const CodeSet kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 // \s: what both ECMA-262 and Python's re call white space (Python leaves out U+FEFF).
-const CodeSet kSpace = {{'\t', '\r'}, {' ', ' '}, {0xa0, 0xa0}, {0x1680, 0x1680},
-                        {0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f},
-                        {0x205f, 0x205f}, {0x3000, 0x3000}};
+const CodeSet kSpace = {{'\t', '\r'},     {' ', ' '},       {0xa0, 0xa0},
+                        {0x1680, 0x1680}, {0x2000, 0x200a}, {0x2028, 0x2029},
+                        {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000}};
 // \D \W \S: the complement within ASCII only (Python's re, jsonschema's engine, treats Unicode
 // digits and letters as \d and \w, so a wider complement could produce a non-matching text).
-CodeSet ascii_complement(const CodeSet& s) { return subtract({{0, 0x7f}}, s); }
+CodeSet ascii_complement(const CodeSet& s) {
+    return subtract({{0, 0x7f}}, s);
+}
 
 class Parser {
-public:
+  public:
     Parser(GrammarBuilder& b, std::string_view p, const std::string& where)
         : b_(b), p_(p), where_(where) {}
 
@@ -42,7 +44,7 @@ public:
         return b_.choice(std::move(alts));
     }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& what) {
         bad_input("{}: {} is not supported (at offset {} of \"{}\")", where_, what, i_,
                   std::string(p_));
@@ -97,9 +99,12 @@ private:
 
     void quantified(Element atom, std::vector<Element>& seq) {
         int64_t min = 1, max = 1;
-        if (eat('*')) min = 0, max = -1;
-        else if (eat('+')) min = 1, max = -1;
-        else if (eat('?')) min = 0, max = 1;
+        if (eat('*'))
+            min = 0, max = -1;
+        else if (eat('+'))
+            min = 1, max = -1;
+        else if (eat('?'))
+            min = 0, max = 1;
         else if (!at_end() && peek() == '{' && counted(min, max)) {
         } else {
             seq.push_back(atom);
@@ -157,7 +162,7 @@ private:
             CodeSet set = escape(false);
             return json_char_class(b_, set);
         }
-        if (c == '{' ) {
+        if (c == '{') {
             int64_t a, z;
             if (counted(a, z)) fail("a quantifier with nothing to repeat");
         }
@@ -170,38 +175,52 @@ private:
         if (at_end()) fail("a trailing backslash");
         char c = p_[i_++];
         switch (c) {
-        case 'd': return kDigit;
-        case 'D': return ascii_complement(kDigit);
-        case 'w': return kWord;
-        case 'W': return ascii_complement(kWord);
-        case 's': return kSpace;
-        case 'S': return ascii_complement(kSpace);
-        case 'n': return {{'\n', '\n'}};
-        case 'r': return {{'\r', '\r'}};
-        case 't': return {{'\t', '\t'}};
-        case 'f': return {{'\f', '\f'}};
-        case 'v': return {{'\v', '\v'}};
-        case '0': return {{0, 0}};
-        case 'b':
-            if (in_class) return {{'\b', '\b'}};
-            fail("a word boundary ('\\b')");
-        case 'x': case 'u': {
-            int n = c == 'x' ? 2 : 4;
-            uint32_t v = 0;
-            for (int k = 0; k < n; ++k) {
-                if (at_end() || !isxdigit(static_cast<unsigned char>(p_[i_])))
-                    fail("a malformed \\x or \\u escape");
-                char h = p_[i_++];
-                v = v * 16 + (isdigit(static_cast<unsigned char>(h)) ? h - '0' : (tolower(h) - 'a' + 10));
+            case 'd':
+                return kDigit;
+            case 'D':
+                return ascii_complement(kDigit);
+            case 'w':
+                return kWord;
+            case 'W':
+                return ascii_complement(kWord);
+            case 's':
+                return kSpace;
+            case 'S':
+                return ascii_complement(kSpace);
+            case 'n':
+                return {{'\n', '\n'}};
+            case 'r':
+                return {{'\r', '\r'}};
+            case 't':
+                return {{'\t', '\t'}};
+            case 'f':
+                return {{'\f', '\f'}};
+            case 'v':
+                return {{'\v', '\v'}};
+            case '0':
+                return {{0, 0}};
+            case 'b':
+                if (in_class) return {{'\b', '\b'}};
+                fail("a word boundary ('\\b')");
+            case 'x':
+            case 'u': {
+                int n = c == 'x' ? 2 : 4;
+                uint32_t v = 0;
+                for (int k = 0; k < n; ++k) {
+                    if (at_end() || !isxdigit(static_cast<unsigned char>(p_[i_])))
+                        fail("a malformed \\x or \\u escape");
+                    char h = p_[i_++];
+                    v = v * 16 + (isdigit(static_cast<unsigned char>(h)) ? h - '0'
+                                                                         : (tolower(h) - 'a' + 10));
+                }
+                return {{v, v}};
             }
-            return {{v, v}};
-        }
-        default:
-            if (isalnum(static_cast<unsigned char>(c)))
-                fail(std::string("the escape '\\") + c + "'");
-            --i_;
-            uint32_t cp = code_point();
-            return {{cp, cp}};
+            default:
+                if (isalnum(static_cast<unsigned char>(c)))
+                    fail(std::string("the escape '\\") + c + "'");
+                --i_;
+                uint32_t cp = code_point();
+                return {{cp, cp}};
         }
     }
 
@@ -218,15 +237,20 @@ private:
             }
             first = false;
             CodeSet lo_set;
-            if (eat('\\')) lo_set = escape(true);
-            else lo_set = {{code_point(), 0}}, lo_set[0].hi = lo_set[0].lo;
+            if (eat('\\'))
+                lo_set = escape(true);
+            else
+                lo_set = {{code_point(), 0}}, lo_set[0].hi = lo_set[0].lo;
             if (!at_end() && peek() == '-' && i_ + 1 < p_.size() && p_[i_ + 1] != ']' &&
                 lo_set.size() == 1 && lo_set[0].lo == lo_set[0].hi) {
                 ++i_;
                 CodeSet hi_set;
-                if (eat('\\')) hi_set = escape(true);
-                else hi_set = {{code_point(), 0}}, hi_set[0].hi = hi_set[0].lo;
-                if (hi_set.size() != 1 || hi_set[0].lo != hi_set[0].hi || hi_set[0].lo < lo_set[0].lo)
+                if (eat('\\'))
+                    hi_set = escape(true);
+                else
+                    hi_set = {{code_point(), 0}}, hi_set[0].hi = hi_set[0].lo;
+                if (hi_set.size() != 1 || hi_set[0].lo != hi_set[0].hi ||
+                    hi_set[0].lo < lo_set[0].lo)
                     fail("a malformed class range");
                 set.push_back({lo_set[0].lo, hi_set[0].lo});
             } else {

@@ -11,9 +11,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 bool is_annotation(const std::string& k) {
-    static const char* names[] = {"title", "description", "default", "examples", "$schema",
-                                  "$id", "$comment", "deprecated", "readOnly", "writeOnly",
-                                  "$defs", "definitions", "nullable", "$anchor"};
+    static const char* names[] = {"title", "description", "default",    "examples", "$schema",
+                                  "$id",   "$comment",    "deprecated", "readOnly", "writeOnly",
+                                  "$defs", "definitions", "nullable",   "$anchor"};
     return std::find(std::begin(names), std::end(names), k) != std::end(names);
 }
 
@@ -31,8 +31,10 @@ json intersect_types(const json& a, const json& b) {
     auto tb = types_of(b);
     for (const auto& t : types_of(a)) {
         for (const auto& u : tb) {
-            std::string m = t == u ? t : (t == "integer" && u == "number") ? "integer"
-                                     : (t == "number" && u == "integer") ? "integer" : "";
+            std::string m = t == u                              ? t
+                            : (t == "integer" && u == "number") ? "integer"
+                            : (t == "number" && u == "integer") ? "integer"
+                                                                : "";
             if (!m.empty() && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
         }
     }
@@ -100,11 +102,13 @@ json merge_schemas(const json& a0, const json& b0, const std::string& where,
                 if (std::find(o.begin(), o.end(), r) == o.end()) o.push_back(r);
         } else if (k == "minimum" || k == "minLength" || k == "minItems" ||
                    (k == "exclusiveMinimum" && v.is_number())) {
-            if (!o.is_number() || !v.is_number()) bad_input("allOf at {}: '{}' must be a number", where, k);
+            if (!o.is_number() || !v.is_number())
+                bad_input("allOf at {}: '{}' must be a number", where, k);
             if (v.get<double>() > o.get<double>()) o = v;
         } else if (k == "maximum" || k == "maxLength" || k == "maxItems" ||
                    (k == "exclusiveMaximum" && v.is_number())) {
-            if (!o.is_number() || !v.is_number()) bad_input("allOf at {}: '{}' must be a number", where, k);
+            if (!o.is_number() || !v.is_number())
+                bad_input("allOf at {}: '{}' must be a number", where, k);
             if (v.get<double>() < o.get<double>()) o = v;
         } else if (k == "enum") {
             json keep = json::array();
@@ -113,7 +117,8 @@ json merge_schemas(const json& a0, const json& b0, const std::string& where,
             o = keep;
         } else if (k == "items" || k == "additionalProperties" || k == "additionalItems") {
             if (o.is_array() || v.is_array())
-                bad_input("allOf at {}: merging two tuple forms of '{}' is not supported", where, k);
+                bad_input("allOf at {}: merging two tuple forms of '{}' is not supported", where,
+                          k);
             o = both(o, v);
         } else if (k == "allOf") {
             for (const auto& x : v) o.push_back(x);

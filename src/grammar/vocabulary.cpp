@@ -39,8 +39,7 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<TokenId
         for (size_t d = common; d < t.size(); ++d) {
             if (d + 1 > 65535) bad_input("a token of {} bytes is too long", t.size());
             uint32_t idx = static_cast<uint32_t>(trie_.size());
-            trie_.push_back({static_cast<uint8_t>(t[d]), static_cast<uint16_t>(d + 1), 0,
-                             0, 0});
+            trie_.push_back({static_cast<uint8_t>(t[d]), static_cast<uint16_t>(d + 1), 0, 0, 0});
             path.push_back(idx);
         }
         max_depth_ = std::max(max_depth_, t.size());

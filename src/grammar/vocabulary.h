@@ -17,7 +17,7 @@ namespace myriad::grammar {
 using TokenId = int32_t;
 
 class Vocabulary {
-public:
+  public:
     // token_bytes[id]: the bytes token `id` stands for; empty: never allowed (special tokens,
     // holes). eos_ids: allowed exactly where the document is complete.
     Vocabulary(std::vector<std::string> token_bytes, std::vector<TokenId> eos_ids);
@@ -36,15 +36,15 @@ public:
 
     struct TrieNode {
         uint8_t byte;
-        uint16_t depth;      // 1 for a token's first byte
-        uint32_t skip;       // index after this node's subtree
+        uint16_t depth;                    // 1 for a token's first byte
+        uint32_t skip;                     // index after this node's subtree
         uint32_t first_token, last_token;  // tokens_by_node_[first, last): tokens ending here
     };
     const std::vector<TrieNode>& trie() const { return trie_; }
     const std::vector<TokenId>& tokens_by_node() const { return by_node_; }
     size_t max_depth() const { return max_depth_; }
 
-private:
+  private:
     std::vector<std::string> tokens_;
     std::vector<TokenId> eos_;
     std::vector<TrieNode> trie_;  // preorder; index 0 is the root

@@ -39,8 +39,8 @@ std::shared_ptr<const Grammar> load(const std::string& path) {
 }
 
 std::string sample(const std::shared_ptr<const Grammar>& g, std::mt19937_64& rng) {
-    auto vocab = std::make_shared<const Vocabulary>(std::vector<std::string>{"x"},
-                                                    std::vector<TokenId>{});
+    auto vocab =
+        std::make_shared<const Vocabulary>(std::vector<std::string>{"x"}, std::vector<TokenId>{});
     Matcher m(g, vocab);
     std::string out;
     const size_t budget = 200;
@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
                     m.fill_mask(mask);
                     std::vector<TokenId> allowed;
                     for (size_t t = 0; t < vocab->size(); ++t)
-                        if (mask[t >> 5] >> (t & 31) & 1) allowed.push_back(static_cast<TokenId>(t));
+                        if (mask[t >> 5] >> (t & 31) & 1)
+                            allowed.push_back(static_cast<TokenId>(t));
                     if (cmd == "masks") {
                         nlohmann::json line{{"ids", ids}};
                         if (allowed.size() <= 4096) {
@@ -127,7 +128,8 @@ int main(int argc, char** argv) {
                         }
                         std::cout << line.dump() << "\n";
                     }
-                    if (allowed.empty()) myriad::internal_error("no token allowed after \"{}\"", out);
+                    if (allowed.empty())
+                        myriad::internal_error("no token allowed after \"{}\"", out);
                     // Past a budget, only EOS or tokens that shorten the way to the end.
                     TokenId pick = allowed[rng() % allowed.size()];
                     if (out.size() > 200 || m.is_accepting()) {
@@ -148,7 +150,8 @@ int main(int argc, char** argv) {
                         }
                     }
                     if (!m.accept_token(pick))
-                        myriad::internal_error("the mask allowed token {} but the matcher refused it", pick);
+                        myriad::internal_error(
+                            "the mask allowed token {} but the matcher refused it", pick);
                     if (!vocab->is_eos(pick)) out += vocab->bytes(pick);
                     ids.push_back(pick);
                 }

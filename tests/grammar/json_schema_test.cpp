@@ -11,8 +11,8 @@ using namespace myriad::grammar;
 namespace {
 
 bool accepts(const std::shared_ptr<const Grammar>& g, std::string_view doc) {
-    auto vocab = std::make_shared<const Vocabulary>(std::vector<std::string>{"x"},
-                                                    std::vector<TokenId>{});
+    auto vocab =
+        std::make_shared<const Vocabulary>(std::vector<std::string>{"x"}, std::vector<TokenId>{});
     Matcher m(g, vocab);
     return m.accept_bytes(doc) && m.is_accepting();
 }
@@ -38,10 +38,10 @@ TEST(JsonSchemaGrammar, ObjectPropertiesInSchemaOrderCompact) {
                         "required":["b"],"additionalProperties":false})";
     EXPECT_TRUE(accepts(s, R"({"b":1,"a":"x"})"));
     EXPECT_TRUE(accepts(s, R"({"b":-20})"));
-    EXPECT_FALSE(accepts(s, R"({"a":"x","b":1})"));   // schema order
-    EXPECT_FALSE(accepts(s, R"({"a":"x"})"));         // b required
-    EXPECT_FALSE(accepts(s, R"({"b": 1})"));          // compact
-    EXPECT_FALSE(accepts(s, R"({"b":1,"c":2})"));     // no additional
+    EXPECT_FALSE(accepts(s, R"({"a":"x","b":1})"));  // schema order
+    EXPECT_FALSE(accepts(s, R"({"a":"x"})"));        // b required
+    EXPECT_FALSE(accepts(s, R"({"b": 1})"));         // compact
+    EXPECT_FALSE(accepts(s, R"({"b":1,"c":2})"));    // no additional
     EXPECT_FALSE(accepts(s, R"({"b":01})"));
 }
 
@@ -60,9 +60,9 @@ TEST(JsonSchemaGrammar, StringsLengthsEscapesAndUtf8) {
     EXPECT_TRUE(accepts(s, "\"\\n\\u00e9\xc3\xa9\""));  // three characters
     EXPECT_FALSE(accepts(s, "\"a\""));
     EXPECT_FALSE(accepts(s, "\"abcd\""));
-    EXPECT_FALSE(accepts(s, "\"a\nb\""));          // raw control character
+    EXPECT_FALSE(accepts(s, "\"a\nb\""));            // raw control character
     EXPECT_FALSE(accepts(s, "\"\\ud83d\\ude00\""));  // surrogate escapes are never generated
-    EXPECT_FALSE(accepts(s, "\"\xc3(\""));          // invalid UTF-8
+    EXPECT_FALSE(accepts(s, "\"\xc3(\""));           // invalid UTF-8
 }
 
 TEST(JsonSchemaGrammar, PatternIsASearchUnlessAnchored) {
@@ -129,7 +129,8 @@ TEST(JsonSchemaGrammar, EnumConstAnyOfAllOfTypeArrays) {
     EXPECT_TRUE(accepts(R"({"const":"x\ny"})", R"("x\ny")"));
     EXPECT_TRUE(accepts(R"({"type":["string","null"]})", "null"));
     EXPECT_FALSE(accepts(R"({"type":["string","null"]})", "1"));
-    const char* any = R"({"anyOf":[{"type":"integer","maximum":3},{"type":"string","maxLength":1}]})";
+    const char* any =
+        R"({"anyOf":[{"type":"integer","maximum":3},{"type":"string","maxLength":1}]})";
     EXPECT_TRUE(accepts(any, "3"));
     EXPECT_TRUE(accepts(any, "\"z\""));
     EXPECT_FALSE(accepts(any, "4"));
@@ -139,7 +140,9 @@ TEST(JsonSchemaGrammar, EnumConstAnyOfAllOfTypeArrays) {
     EXPECT_FALSE(accepts(all, R"({"a":1})"));
     // additionalProperties false in one branch forbids what only the other lists.
     EXPECT_NE(error_of(R"({"allOf":[{"type":"object","properties":{"a":{}},"required":["a"]},
-        {"properties":{"b":{}},"additionalProperties":false}]})").find("admits no"), std::string::npos);
+        {"properties":{"b":{}},"additionalProperties":false}]})")
+                  .find("admits no"),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})").find("oneOf"),
               std::string::npos);
     EXPECT_TRUE(accepts(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})", "7"));
@@ -153,7 +156,8 @@ TEST(JsonSchemaGrammar, Formats) {
                         "\"123e4567-e89b-12d3-a456-426614174000\""));
     EXPECT_TRUE(accepts(R"({"type":"string","format":"email"})", "\"a.b@example.com\""));
     EXPECT_FALSE(accepts(R"({"type":"string","format":"email"})", "\"a.b@\""));
-    EXPECT_NE(error_of(R"({"type":"string","format":"hostname-x"})").find("format"), std::string::npos);
+    EXPECT_NE(error_of(R"({"type":"string","format":"hostname-x"})").find("format"),
+              std::string::npos);
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
@@ -163,8 +167,10 @@ TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
         std::string e = error_of(s);
         EXPECT_NE(e.find(std::string("'") + k + "'"), std::string::npos) << e;
     }
-    EXPECT_NE(error_of("{\"type\":\"string\",\"pattern\":\"(?=a)\"}").find("pattern"), std::string::npos);
-    EXPECT_NE(error_of("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}").find("pattern"), std::string::npos);
+    EXPECT_NE(error_of("{\"type\":\"string\",\"pattern\":\"(?=a)\"}").find("pattern"),
+              std::string::npos);
+    EXPECT_NE(error_of("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}").find("pattern"),
+              std::string::npos);
     EXPECT_NE(error_of("{\"type\":\"strin\"}").find("type"), std::string::npos);
     EXPECT_NE(error_of("not json").find("not valid JSON"), std::string::npos);
     EXPECT_NE(error_of("false").find("admits no"), std::string::npos);
@@ -185,8 +191,8 @@ TEST(JsonSchemaGrammar, BranchesWithoutAFiniteDocumentAreNeverEntered) {
     const char* s = R"({"anyOf":[{"type":"null"},{"$ref":"#/$defs/r"}],
         "$defs":{"r":{"type":"array","items":{"$ref":"#/$defs/r"},"minItems":1}}})";
     EXPECT_TRUE(accepts(s, "null"));
-    auto vocab = std::make_shared<const Vocabulary>(std::vector<std::string>{"x"},
-                                                    std::vector<TokenId>{});
+    auto vocab =
+        std::make_shared<const Vocabulary>(std::vector<std::string>{"x"}, std::vector<TokenId>{});
     Matcher m(compile_json_schema_text(s), vocab);
     EXPECT_FALSE(m.accept_bytes("["));
 }

@@ -48,7 +48,9 @@ std::vector<uint32_t> brute_force(Matcher& m, const Vocabulary& v) {
     return mask;
 }
 
-bool allowed(const std::vector<uint32_t>& mask, TokenId t) { return mask[t >> 5] >> (t & 31) & 1; }
+bool allowed(const std::vector<uint32_t>& mask, TokenId t) {
+    return mask[t >> 5] >> (t & 31) & 1;
+}
 
 }  // namespace
 
@@ -115,8 +117,9 @@ TEST(GrammarMatcher, RealTokenizerMaskMatchesBruteForce) {
     auto vocab = Vocabulary::from_tokenizer(*tok);
     ASSERT_GT(vocab->size(), 199000u);
     auto g = compile_json_schema_text(kToolSchema);
-    for (const char* prefix : {"", "{\"ci", "{\"city\":\"Lyon", "{\"city\":\"Lyon\",\"unit\":\"celsius\"",
-                               "{\"city\":\"Lyon\",\"unit\":\"celsius\",\"days\":1"}) {
+    for (const char* prefix :
+         {"", "{\"ci", "{\"city\":\"Lyon", "{\"city\":\"Lyon\",\"unit\":\"celsius\"",
+          "{\"city\":\"Lyon\",\"unit\":\"celsius\",\"days\":1"}) {
         Matcher m(g, vocab);
         ASSERT_TRUE(m.accept_bytes(prefix)) << prefix;
         std::vector<uint32_t> mask(vocab->mask_words());
