@@ -13,7 +13,7 @@ constexpr size_t kMaxElements = size_t{1} << 21;
 constexpr size_t kMaxStates = size_t{1} << 17;
 constexpr size_t kMaxStateNodes = 4096;
 constexpr int kMaxClosureDepth = 100000;
-constexpr size_t kMaxMaskBytes = size_t{64} << 20;
+constexpr size_t kMaxMaskBytes = size_t{16} << 20;  // per grammar
 constexpr uint64_t kInf = ~uint64_t{0} / 4;
 }  // namespace
 

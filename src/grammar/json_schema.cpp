@@ -666,7 +666,7 @@ class Compiler {
 
 std::mutex g_cache_mutex;
 std::unordered_map<std::string, std::shared_ptr<const Grammar>> g_cache;
-constexpr size_t kCacheEntries = 256;
+constexpr size_t kCacheEntries = 64;
 
 std::shared_ptr<const Grammar> cached(const std::string& key,
                                       const std::function<std::shared_ptr<const Grammar>()>& make) {
