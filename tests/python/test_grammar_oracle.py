@@ -61,18 +61,23 @@ def mutations(samples, rng):
     return out
 
 
+def load_case(path, tmp_path):
+    with open(path, encoding="utf-8") as f:
+        case = json.load(f)
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(case["schema"], ensure_ascii=False), encoding="utf-8")
+    return case, str(schema_file)
+
+
 def test_corpus_is_large_enough():
     assert len(CASES) >= 200, len(CASES)
 
 
 @pytest.mark.parametrize("path", CASES, ids=[os.path.basename(c)[:-5] for c in CASES])
 def test_schema_case(path, tmp_path):
-    with open(path, encoding="utf-8") as f:
-        case = json.load(f)
-    schema_file = tmp_path / "schema.json"
-    schema_file.write_text(json.dumps(case["schema"], ensure_ascii=False), encoding="utf-8")
+    case, schema_file = load_case(path, tmp_path)
     if "error" in case:
-        r = tool("compile", str(schema_file))
+        r = tool("compile", schema_file)
         assert r.returncode == 2, (r.returncode, r.stderr)
         assert case["error"] in r.stderr, r.stderr
         return
@@ -82,7 +87,7 @@ def test_schema_case(path, tmp_path):
     for d in case["invalid"]:
         assert not v.is_valid(d), ("the case's invalid document is valid", d)
 
-    r = tool("sample", str(schema_file), "7", str(SAMPLES))
+    r = tool("sample", schema_file, "7", str(SAMPLES))
     assert r.returncode == 0, r.stderr
     samples = r.stdout.split("\n")[:-1]
     assert len(samples) == SAMPLES
@@ -95,7 +100,7 @@ def test_schema_case(path, tmp_path):
     invalid = [compact(d) for d in case["invalid"]]
     mutated = mutations(samples, random.Random(path))
     docs = valid + invalid + mutated
-    r = tool("check", str(schema_file), stdin="".join(d + "\n" for d in docs))
+    r = tool("check", schema_file, stdin="".join(d + "\n" for d in docs))
     assert r.returncode == 0, r.stderr
     verdicts = r.stdout.split()
     assert len(verdicts) == len(docs)
@@ -109,17 +114,16 @@ def test_schema_case(path, tmp_path):
             assert v.is_valid(doc), ("the matcher accepted an invalid document", d)
 
 
-TOKEN_CASES = [c for c in CASES if os.path.basename(c).startswith(("agent_", "tool_S", "ref_tree",
-                                                                   "pattern_0", "format_"))]
+TOKEN_CASES = [c for c in CASES if os.path.basename(c).startswith(
+    ("agent_", "tool_S", "ref_tree", "pattern_0", "format_"))]
 
 
 @pytest.mark.parametrize("path", TOKEN_CASES, ids=[os.path.basename(c)[:-5] for c in TOKEN_CASES])
 def test_token_walk_o200k(path, tmp_path):
-    with open(path, encoding="utf-8") as f:
-        case = json.load(f)
-    schema_file = tmp_path / "schema.json"
-    schema_file.write_text(json.dumps(case["schema"], ensure_ascii=False), encoding="utf-8")
-    r = tool("tokens", str(schema_file), os.path.join(TOKENIZERS, "o200k_base"), "3", "4")
+    case, schema_file = load_case(path, tmp_path)
+    if "error" in case:
+        pytest.skip("a schema the grammar refuses")
+    r = tool("tokens", schema_file, os.path.join(TOKENIZERS, "o200k_base"), "3", "4")
     assert r.returncode == 0, r.stderr
     v = validator(case["schema"])
     for s in r.stdout.split("\n")[:-1]:
