@@ -124,9 +124,12 @@ def quantization_config(spec):
                 "kv_cache_scheme": None, "quant_method": "compressed-tensors",
                 "quantization_status": "compressed"}
     if spec["form"] == "config.json":
+        # The FP8 KV scheme only where the checkpoint carries its k_scale tensors (build()).
+        kv = ({"num_bits": 8, "type": "float", "dynamic": False}
+              if spec["name"] == "nvfp4_all_linear" else None)
         return {"quant_method": "modelopt", "quant_algo": "NVFP4", "producer": {"name": "modelopt"},
                 "ignore": ["lm_head"],
-                "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False},
+                "kv_cache_scheme": kv,
                 "config_groups": {"group_0": {
                     "weights": {"num_bits": 4, "type": "float", "group_size": 16, "dynamic": False},
                     "input_activations": {"num_bits": 4, "type": "float", "group_size": 16,

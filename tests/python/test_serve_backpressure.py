@@ -64,8 +64,16 @@ def test_silent_client_is_paused_then_cancelled(server):
     sock, port = open_stream(server)
     try:
         wait_for_log(server, rf"client 127\.0\.0\.1:{port} is not reading its stream", 120)
-        # Paused: the only request is not scheduled, so the engine takes no step.
+        # Paused: the only request is not scheduled, so the engine takes no step. Steps already
+        # under way when the pause was logged may still finish: wait until the count settles
+        # (a sequence still scheduled would keep it rising until max_tokens, caught below).
         s0 = steps(server)
+        for _ in range(40):
+            time.sleep(0.25)
+            s1 = steps(server)
+            if s1 == s0:
+                break
+            s0 = s1
         time.sleep(1.5)
         assert steps(server) == s0, "a paused sequence was still scheduled"
         m = wait_for_log(server,
