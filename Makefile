@@ -72,7 +72,7 @@ unit-test:
 fuzz:
 	@start=$$(date +%s); \
 	 cmake -S fuzz -B $(BUILD)/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null && \
-	 cmake --build $(BUILD)/fuzz && \
+	 cmake --build $(BUILD)/fuzz || exit 1; \
 	 for t in $(BUILD)/fuzz/fuzz_*; do \
 	   [ -f $$t ] && [ -x $$t ] || continue; \
 	   name=$$(basename $$t); mkdir -p $(BUILD)/fuzz/corpus-$$name; \
