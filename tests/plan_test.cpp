@@ -10,6 +10,7 @@
 #include "model/gguf_config.h"
 #include "model/model_config.h"
 #include "model/tensor_layout.h"
+#include "plan/gpu_share.h"
 #include "plan/gpu_spec.h"
 #include "plan/memory_plan.h"
 #include "plan/weight_inventory.h"
@@ -34,6 +35,35 @@ std::string bad_input_message(auto&& fn) {
     }
     ADD_FAILURE() << "accepted";
     return "";
+}
+
+// Ranks that share a GPU split 90% of it evenly: 8 ranks on a 141 GB card get 15.9 GB each.
+TEST(GpuShare, RanksSharingAGpuSplitItsMemoryEvenly) {
+    const uint64_t card = 141'000'000'000ull;
+    const std::vector<int> eight(8, 0);
+    EXPECT_EQ(plan::rank_budget(eight, 0, card), static_cast<int64_t>(0.9 * card / 8));
+    EXPECT_EQ(plan::rank_budget({0, 1}, 1, card), static_cast<int64_t>(0.9 * card));
+    EXPECT_EQ(plan::rank_budget({0, 0, 1, 1}, 1, card), static_cast<int64_t>(0.9 * card / 2));
+    plan::RankNeed need;
+    need.weights = 10'000'000'000;
+    need.kv_cache = 3'000'000'000;
+    need.reserve = 2'000'000'000;  // 15 GB: fits an eighth (15.86 GB)
+    EXPECT_EQ(plan::shared_gpu_problem(eight, {card}, need), "");
+    need.kv_cache = 4'000'000'000;  // 16 GB: does not
+    const std::string why = plan::shared_gpu_problem(eight, {card}, need);
+    EXPECT_NE(why.find("8 ranks share GPU 0"), std::string::npos) << why;
+    EXPECT_NE(why.find("15.9 GB"), std::string::npos) << why;
+    EXPECT_NE(why.find("KV cache 4.0 GB"), std::string::npos) << why;
+    EXPECT_NE(why.find("--kv-blocks"), std::string::npos) << why;
+    // The same need on four GPUs of two ranks each fits; an unknown card is not checked.
+    EXPECT_EQ(plan::shared_gpu_problem({0, 0, 1, 1, 2, 2, 3, 3}, {card, card, card, card}, need),
+              "");
+    EXPECT_EQ(plan::shared_gpu_problem(eight, {0}, need), "");
+    // Only the GPU that is over says so: 20 GB fits GPU 0 alone, not a seventh of GPU 1.
+    need.kv_cache = 8'000'000'000;
+    const std::string two = plan::shared_gpu_problem({0, 1, 1, 1, 1, 1, 1, 1}, {card, card}, need);
+    EXPECT_NE(two.find("7 ranks share GPU 1"), std::string::npos) << two;
+    EXPECT_EQ(two.find("GPU 0"), std::string::npos) << two;
 }
 
 TEST(GpuSpec, SizesAndPresets) {

@@ -1,10 +1,15 @@
 #include "cli/engine_setup.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "engine/device_choice.h"
 #include "model/kv_cache.h"
 #include "ops/backend.h"
+#include "plan/gpu_share.h"
+#include "plan/memory_plan.h"
+#include "plan/weight_inventory.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -46,6 +51,39 @@ void check_engine_flags(const EngineFlags& f) {
         bad_input("--naive-context-tokens {} must be at least 1", f.naive_context_tokens);
 }
 
+namespace {
+
+// Ranks sharing a GPU split its memory: each rank's shard, KV cache and reserves must fit its
+// share, checked before any weight is read.
+void check_gpu_shares(const ModelConfig& config, const WorkerGroupOptions& wo,
+                      const EngineFlags& f) {
+    std::vector<uint64_t> memory;
+    for (int d : wo.devices) {
+        if (static_cast<size_t>(d) >= memory.size()) memory.resize(static_cast<size_t>(d) + 1, 0);
+        GpuInfo info;
+        if (cuda_device_info(d, &info)) memory[static_cast<size_t>(d)] = info.memory;
+    }
+    const int ep = wo.expert_parallel ? wo.tp : 1;
+    plan::PlanOptions po;
+    po.max_batched_tokens = f.max_num_batched_tokens;
+    po.max_num_seqs = f.max_num_seqs;
+    po.naive_context_tokens = f.naive_context_tokens;
+    plan::RankNeed need;
+    need.weights =
+        plan::weight_bytes_per_gpu(plan::weights_from_config(config), config, wo.tp, ep).total();
+    const DType kv = wo.kv_cache_dtype == KvCacheDtype::Fp8    ? DType::F8_E4M3
+                     : wo.kv_cache_dtype == KvCacheDtype::Fp32 ? DType::F32
+                                                               : DType::BF16;
+    need.kv_cache = wo.kv_blocks * wo.kv_block_size * plan::kv_bytes_per_token(config, kv);
+    need.reserve = plan::activation_bytes(config, po, wo.tp, ep) + po.workspace_bytes +
+                   po.cuda_graph_bytes;
+    if (const std::string why = plan::shared_gpu_problem(wo.devices, memory, need); !why.empty())
+        bad_input("--tp {} on --devices {}: {}", wo.tp,
+                  fmt::format("{}", fmt::join(wo.devices, ",")), why);
+}
+
+}  // namespace
+
 LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const EngineSizing& s,
                          const std::function<void(const std::string&)>& phase) {
     check_engine_flags(f);
@@ -72,6 +110,7 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     wo.kv_blocks = s.kv_blocks > 0
                        ? s.kv_blocks
                        : std::max(context, f.max_num_seqs * s.seq_tokens) / wo.kv_block_size + 1;
+    if (wo.device == Device::Cuda) check_gpu_shares(m.config, wo, f);
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
     EngineConfig ec;
     ec.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;

@@ -117,8 +117,9 @@ void WorkerGroup::run_worker(int rank) {
     std::unique_ptr<KvCache> cache;
     try {
         if (options_.device == Device::Cuda) {
-            // Graphs stay off at world > 1: the collectives wait on the host, outside a capture.
-            ops = make_cuda_ops(options_.devices[static_cast<size_t>(rank)], options_.tp == 1);
+            // Graphs at any world: the communicator turns them off where its collectives wait
+            // on the host (no peer access between the GPUs).
+            ops = make_cuda_ops(options_.devices[static_cast<size_t>(rank)]);
             comm = options_.tp == 1 ? make_single_gpu_communicator()
                                     : make_gpu_communicator(group_, rank, *ops);
         } else {
@@ -132,9 +133,13 @@ void WorkerGroup::run_worker(int rank) {
                                              layout_.of_rank(rank), options_.model);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
                                           kv_dtype_, kv_scales_);
-    } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
+    } catch (const std::exception& e) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!error_) error_ = std::current_exception();
+        }
+        // The others may be waiting for this rank to register its collectives' buffers.
+        if (group_) group_->barrier().abort(fmt::format("rank {} failed to start: {}", rank, e.what()));
     }
     uint64_t seen;
     {
@@ -166,6 +171,7 @@ void WorkerGroup::run_worker(int rank) {
                 logits = own_logits.data();
             }
             model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens);
+            comm->check_step();  // a collective that gave up waiting on the device
         } catch (const std::exception& e) {
             {
                 std::lock_guard<std::mutex> lock(mutex_);

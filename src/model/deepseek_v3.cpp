@@ -67,7 +67,9 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
                                sampling->rows.size() == step.logit_rows.size()),
                  "sampling on the backend needs one rank, a backend that samples, and a row per "
                  "logit row");
-    if (comm_.world() == 1 && ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
+    // Every rank replays its own graph; the collectives inside meet on the device.
+    if ((comm_.world() == 1 || comm_.graph_safe()) &&
+        ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
         return;
     ops_.reset_scratch();
     ops_.begin_step(step);
@@ -117,15 +119,11 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
             ops_.copy_to_host(part, logits);
         return;
     }
-    Tensor gathered = ops_.scratch(DType::F32, {world, n, shard});
-    comm_.all_gather(part, gathered);
-    // [world, n, shard] -> [n, world * shard]
-    std::vector<float> host(static_cast<size_t>(world * n * shard));
-    ops_.copy_to_host(gathered, host.data());
-    for (int64_t r = 0; r < world; ++r)
-        for (int64_t i = 0; i < n; ++i)
-            std::memcpy(logits + i * config_.vocab_size + r * shard,
-                        host.data() + (r * n + i) * shard, shard * sizeof(float));
+    MYRIAD_CHECK(world * shard == config_.vocab_size, "{} ranks of {} vocabulary rows cover {}",
+                 world, shard, config_.vocab_size);
+    Tensor gathered = ops_.scratch(DType::F32, {n, world * shard});
+    comm_.all_gather_columns(part, gathered);
+    ops_.copy_to_host(gathered, logits);
 }
 
 void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,

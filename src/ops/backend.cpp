@@ -93,7 +93,7 @@ std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs) {
 }
 bool cuda_device_info(int index, GpuInfo* info) {
     info->index = index;
-    return cuda::device_info(index, &info->name, &info->cc);
+    return cuda::device_info(index, &info->name, &info->cc, &info->memory);
 }
 std::vector<std::string> cuda_built_architectures() {
     std::vector<std::string> out;

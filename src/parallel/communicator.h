@@ -18,9 +18,18 @@ public:
     virtual void all_reduce_sum(Tensor t) = 0;
     // Concatenates each rank's `in` along a new outermost axis in rank order: out = [world, *in].
     virtual void all_gather(Tensor in, Tensor out) = 0;
+    // Places each rank's `in` [rows, cols] side by side in rank order: out = [rows, world * cols]
+    // (the vocabulary slices of the logits, gathered into whole rows).
+    virtual void all_gather_columns(Tensor in, Tensor out) = 0;
     // Copies `bytes` of root's `data` to every rank's `data`.
     virtual void broadcast(void* data, size_t bytes, int root) = 0;
     virtual void barrier() = 0;
+    // Whether the collectives only enqueue work on the rank's stream (no host wait), so that a
+    // CUDA graph can record them.
+    virtual bool graph_safe() const { return false; }
+    // After a step: throws if a collective of the step failed on the device (a wait past its
+    // bound), naming the rank, the op and what it waited for.
+    virtual void check_step() {}
 };
 
 // What the ranks of one group share (one per group, then a communicator per rank): the meeting

@@ -1,5 +1,6 @@
 #include "parallel/cpu_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -51,6 +52,25 @@ void CpuCommunicator::all_gather(Tensor in, Tensor out) {
     for (int r = 0; r < world; ++r)
         std::memcpy(static_cast<uint8_t*>(out.data) + bytes * r, g.slots_[r], bytes);
     wait("all_gather");
+}
+
+void CpuCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    const int world = group_->world_;
+    const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
+    MYRIAD_CHECK(in.dtype == DType::F32 && out.dtype == DType::F32 &&
+                     out.numel() == in.numel() * world,
+                 "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows,
+                 cols, world, out.numel());
+    auto& g = *group_;
+    g.slots_[rank_] = in.data;
+    wait("all_gather_columns");
+    auto* o = static_cast<float*>(out.data);
+    for (int r = 0; r < world; ++r) {
+        const auto* src = static_cast<const float*>(g.slots_[r]);
+        for (int64_t i = 0; i < rows; ++i)
+            std::memcpy(o + (i * world + r) * cols, src + i * cols, cols * sizeof(float));
+    }
+    wait("all_gather_columns");
 }
 
 void CpuCommunicator::broadcast(void* data, size_t bytes, int root) {

@@ -32,6 +32,7 @@ public:
     int world() const override { return group_->world_; }
     void all_reduce_sum(Tensor t) override;
     void all_gather(Tensor in, Tensor out) override;
+    void all_gather_columns(Tensor in, Tensor out) override;
     void broadcast(void* data, size_t bytes, int root) override;
     void barrier() override { wait("barrier"); }
 

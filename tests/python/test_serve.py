@@ -610,5 +610,43 @@ def test_sigterm_at_tp8_exits_within_the_drain_timeout():
         s.stop()
 
 
+def _has_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="needs a GPU (run by tools/gpu_run.sh)")
+def test_tp8_on_one_gpu_answers_as_tp1_and_exits_on_sigterm():
+    """Eight ranks on one GPU (--devices 0 x 8, CUDA graphs with their collectives inside): the
+    greedy answer is the one GPU's, and SIGTERM during a long stream exits within the drain
+    timeout."""
+    prompt = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}
+    one = Server("--device", "cuda")
+    try:
+        want = one.post("/v1/completions", prompt)["choices"][0]["text"]
+    finally:
+        one.stop()
+    s = Server("--tp", "8", "--device", "cuda", "--devices", ",".join(["0"] * 8),
+               "--drain-timeout", "1")
+    try:
+        got = [s.post("/v1/completions", prompt)["choices"][0]["text"] for _ in range(3)]
+        assert got == [want] * 3, (want, got)  # the later two replay the decode graphs
+        stream = s.client().chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=4000,
+            stream=True, extra_body={"ignore_eos": True})
+        next(iter(stream))
+        start = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(30) == 0, s.output()
+        print(f"TP 8 on one GPU: exited {time.time() - start:.1f} s after SIGTERM")
+        assert time.time() - start < 1 + 10, "exited within the drain timeout and the hard stop"
+        assert "layout: TP=8" in s.output()
+        assert "collectives: kernels over GPU memory" in s.output(), s.output()[-2000:]
+    finally:
+        s.stop()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

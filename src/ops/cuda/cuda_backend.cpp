@@ -27,7 +27,7 @@ int device_count(std::string* why) {
     return n;
 }
 
-bool device_info(int index, std::string* name, int* cc) {
+bool device_info(int index, std::string* name, int* cc, uint64_t* memory) {
     if (index < 0 || index >= device_count(nullptr)) return false;
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
@@ -36,6 +36,7 @@ bool device_info(int index, std::string* name, int* cc) {
     }
     *name = prop.name;
     *cc = prop.major * 10 + prop.minor;
+    if (memory) *memory = prop.totalGlobalMem;
     return true;
 }
 
@@ -91,7 +92,11 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
     auto g = std::dynamic_pointer_cast<DeviceCommGroup>(group);
     auto* cuda = dynamic_cast<CudaOps*>(&ops);
     MYRIAD_CHECK(g && cuda, "a GPU communicator needs a GPU group and the CUDA backend");
-    return std::make_unique<DeviceCommunicator>(std::move(g), rank, cuda->stream());
+    auto comm = std::make_unique<DeviceCommunicator>(std::move(g), rank, cuda->stream(),
+                                                     /*bf16_wire=*/!cuda->exact());
+    // The collectives that wait on the host cannot be recorded: no graphs with them.
+    if (!comm->graph_safe()) cuda->disable_graphs();
+    return comm;
 }
 
 }  // namespace myriad::cuda

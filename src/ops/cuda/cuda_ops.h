@@ -129,7 +129,9 @@ class CudaOps final : public Ops {
                          const std::vector<MlpWeights>& experts, Tensor out) override;
 
     cudaStream_t stream() const { return stream_; }
-    // No CUDA graphs (several ranks: their collectives wait on the host, outside any capture).
+    // MYRIAD_CUDA_EXACT=1: F32 products (and F32 on the collectives' wire).
+    bool exact() const { return exact_; }
+    // No CUDA graphs (collectives that wait on the host cannot be recorded).
     void disable_graphs() {
         drop_graphs();
         graphs_enabled_ = false;

@@ -1,38 +1,273 @@
 #include "parallel/cuda/device_communicator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "parallel/cuda/device_check.h"
+#include "util/log.h"
 
 namespace myriad::cuda {
 
 namespace {
-// Floats of each rank's input summed per round: the staging holds world of these.
+// Floats of each rank's input summed per round of the host path: the staging holds world of these.
 constexpr int64_t kPiece = int64_t{1} << 20;
+// The kernels' buffers per rank and parity: 4 MiB of inputs, 2 Mi floats of two-shot sums, so a
+// round carries up to 2 Mi elements (8 MB of F32) in BF16, 1 Mi in F32.
+constexpr size_t kDataBytes = size_t{4} << 20;
+constexpr size_t kSumFloats = size_t{2} << 20;
+// A flag wait on the device gives up after this (or MYRIAD_COLLECTIVE_TIMEOUT, if shorter).
+constexpr double kFlagBoundSeconds = 10.0;
+
+template <class T>
+void alloc(T** p, size_t bytes, const char* what) {
+    comm_check(cudaMalloc(reinterpret_cast<void**>(p), bytes), what);
+}
+
+uint32_t probe_value(int rank) {
+    return 0x6d790000u + static_cast<uint32_t>(rank);
+}
+
+std::string env_or(const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+std::string kib(size_t bytes) {
+    return bytes >= (size_t{1} << 20) ? fmt::format("{} MiB", bytes >> 20)
+                                      : fmt::format("{} KiB", bytes >> 10);
+}
+
+// Message sizes (bytes of F32) at which the two algorithms are timed at start.
+constexpr size_t kMeasured[] = {size_t{16} << 10, size_t{64} << 10, size_t{256} << 10,
+                                size_t{1} << 20, size_t{4} << 20};
 }  // namespace
 
 DeviceCommGroup::DeviceCommGroup(std::vector<int> devices)
     : devices_(std::move(devices)),
       barrier_(static_cast<int>(devices_.size()), collective_timeout()),
-      slots_(devices_.size(), nullptr) {}
+      slots_(devices_.size(), nullptr),
+      data_(devices_.size(), nullptr),
+      sums_(devices_.size(), nullptr),
+      flags_(devices_.size(), nullptr),
+      probes_(devices_.size(), nullptr),
+      problems_(devices_.size()) {}
 
 DeviceCommunicator::DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, int rank,
-                                       cudaStream_t stream)
-    : group_(std::move(group)), rank_(rank), stream_(stream) {
+                                       cudaStream_t stream, bool bf16_wire)
+    : group_(std::move(group)), rank_(rank), stream_(stream), bf16_wire_(bf16_wire) {
     MYRIAD_CHECK(rank >= 0 && rank < group_->world(), "rank {} outside world {}", rank,
                  group_->world());
+    MYRIAD_CHECK(group_->world() <= kPeerMaxRanks, "{} ranks: at most {} in one process",
+                 group_->world(), kPeerMaxRanks);
     device_ = group_->devices_[static_cast<size_t>(rank)];
+    for (size_t i = 0; i < group_->devices_.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+            shared_gpu_ = shared_gpu_ || group_->devices_[i] == group_->devices_[j];
+    if (group_->world() > 1) set_up_peers();
 }
 
 DeviceCommunicator::~DeviceCommunicator() {
     cudaSetDevice(device_);
-    if (staging_) cudaFree(staging_);
-    if (result_) cudaFree(result_);
+    cudaStreamSynchronize(stream_);
+    for (void* p : {static_cast<void*>(data_), static_cast<void*>(sums_),
+                    static_cast<void*>(flags_), static_cast<void*>(epoch_),
+                    static_cast<void*>(probe_), staging_, result_})
+        if (p) cudaFree(p);
+    if (failure_) cudaFreeHost(failure_);
+}
+
+std::string DeviceCommunicator::peer_problem() {
+    if (env_or("MYRIAD_PEER_COLLECTIVES", "1") == "0") return "MYRIAD_PEER_COLLECTIVES=0";
+    for (int d : group_->devices_) {
+        if (d == device_) continue;
+        int can = 0;
+        comm_check(cudaDeviceCanAccessPeer(&can, device_, d), "peer access check");
+        if (!can) return fmt::format("GPU {} cannot reach GPU {}'s memory (no peer access)", device_, d);
+        const cudaError_t e = cudaDeviceEnablePeerAccess(d, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+            cudaGetLastError();
+        } else if (e != cudaSuccess) {
+            cudaGetLastError();
+            return fmt::format("enabling GPU {}'s access to GPU {} failed: {}", device_, d,
+                               cudaGetErrorString(e));
+        }
+    }
+    return "";
+}
+
+void DeviceCommunicator::set_up_peers() {
+    auto& g = *group_;
+    const int world = g.world();
+    const auto r = static_cast<size_t>(rank_);
+    comm_check(cudaSetDevice(device_), "collectives set-up");
+    std::string problem = peer_problem();
+    // Every rank allocates (a failed peer check still meets the others at each barrier).
+    alloc(&data_, 2 * kDataBytes, "collective buffers");
+    alloc(&sums_, 2 * kSumFloats * sizeof(float), "collective buffers");
+    alloc(&flags_, kPeerPhases * kPeerBlocks * sizeof(uint32_t), "collective flags");
+    alloc(&epoch_, kPeerBlocks * sizeof(uint32_t), "collective flags");
+    alloc(&probe_, kPeerMaxRanks * sizeof(uint32_t), "collective flags");
+    comm_check(cudaMemset(flags_, 0, kPeerPhases * kPeerBlocks * sizeof(uint32_t)),
+               "collective flags");
+    comm_check(cudaMemset(epoch_, 0, kPeerBlocks * sizeof(uint32_t)), "collective flags");
+    comm_check(cudaMemset(probe_, 0, kPeerMaxRanks * sizeof(uint32_t)), "collective flags");
+    comm_check(cudaHostAlloc(reinterpret_cast<void**>(&failure_), sizeof(PeerFailure),
+                             cudaHostAllocMapped),
+               "collective failure record");
+    std::memset(failure_, 0, sizeof(PeerFailure));
+    comm_check(cudaDeviceSynchronize(), "collectives set-up");
+    g.data_[r] = data_;
+    g.sums_[r] = sums_;
+    g.flags_[r] = flags_;
+    g.probes_[r] = probe_;
+    g.problems_[r] = problem;
+    wait("collectives set-up");
+    bool usable = true;
+    for (const std::string& p : g.problems_) usable = usable && p.empty();
+    if (usable) {  // each rank writes into every rank's probe; each owner reads its own back
+        PeerProbes probes;
+        for (int p = 0; p < world; ++p) probes.slot[p] = g.probes_[static_cast<size_t>(p)];
+        peer_probe(probes, world, rank_, probe_value(rank_), stream_);
+        comm_check(cudaGetLastError(), "peer probe");
+        sync("peer probe");
+        wait("peer probe");
+        uint32_t got[kPeerMaxRanks] = {};
+        comm_check(cudaMemcpy(got, probe_, sizeof(uint32_t) * world, cudaMemcpyDeviceToHost),
+                   "peer probe");
+        for (int p = 0; p < world && problem.empty(); ++p)
+            if (got[p] != (probe_value(p) ^ static_cast<uint32_t>(rank_)))
+                problem = fmt::format(
+                    "GPU {} (rank {}) wrote {:#x} into GPU {} (rank {}) but {:#x} arrived: peer "
+                    "access is reported but does not work",
+                    g.devices_[static_cast<size_t>(p)], p, probe_value(p) ^ rank_, device_, rank_,
+                    got[p]);
+        g.problems_[r] = problem;
+    }
+    wait("peer probe");
+    std::string why;
+    for (int p = 0; p < world && why.empty(); ++p) why = g.problems_[static_cast<size_t>(p)];
+
+    view_.world = world;
+    view_.rank = rank_;
+    for (int p = 0; p < world; ++p) {
+        view_.data[p] = g.data_[static_cast<size_t>(p)];
+        view_.sums[p] = g.sums_[static_cast<size_t>(p)];
+        view_.flags[p] = g.flags_[static_cast<size_t>(p)];
+    }
+    view_.epoch = epoch_;
+    view_.data_bytes = kDataBytes;
+    view_.sum_floats = kSumFloats;
+    comm_check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&view_.failure), failure_, 0),
+               "collective failure record");
+    const double bound =
+        std::min(kFlagBoundSeconds, std::chrono::duration<double>(collective_timeout()).count());
+    view_.timeout_ns = static_cast<uint64_t>(bound * 1e9);
+
+    if (rank_ == 0) {
+        g.choice_.peer = why.empty();
+        g.choice_.why_not = why;
+    }
+    wait("collectives set-up");
+    if (!why.empty()) {
+        if (rank_ == 0)
+            log::info("collectives: through the host ({}); CUDA graphs off at {} ranks", why,
+                      world);
+        return;
+    }
+    measure();
+}
+
+void DeviceCommunicator::measure() {
+    auto& g = *group_;
+    const std::string forced = env_or("MYRIAD_ALLREDUCE", "");
+    const size_t biggest = kMeasured[std::size(kMeasured) - 1];
+    // Nothing that waits for the whole device may run while another rank's kernel waits for
+    // this one's (ranks sharing a GPU would wait for each other): allocate before meeting.
+    float* buf = nullptr;
+    alloc(&buf, biggest, "collective measurement");
+    comm_check(cudaMemsetAsync(buf, 0, biggest, stream_), "collective measurement");
+    sync("collective measurement");
+    wait("collective measurement");
+    cudaEvent_t start, stop;
+    comm_check(cudaEventCreate(&start), "collective measurement");
+    comm_check(cudaEventCreate(&stop), "collective measurement");
+    std::vector<double> us;
+    for (size_t bytes : kMeasured)
+        for (PeerAlgo algo : {PeerAlgo::OneShot, PeerAlgo::TwoShot}) {
+            const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+            for (int i = 0; i < 3; ++i) all_reduce_with(algo, buf, buf, n);
+            comm_check(cudaEventRecord(start, stream_), "collective measurement");
+            constexpr int kIters = 10;
+            for (int i = 0; i < kIters; ++i) all_reduce_with(algo, buf, buf, n);
+            comm_check(cudaEventRecord(stop, stream_), "collective measurement");
+            comm_check(cudaEventSynchronize(stop), "collective measurement");
+            float ms = 0;
+            comm_check(cudaEventElapsedTime(&ms, start, stop), "collective measurement");
+            us.push_back(1000.0 * ms / kIters);
+        }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    check_step();
+    if (rank_ == 0) {
+        PeerChoice& c = g.choice_;
+        c.two_shot_from = SIZE_MAX;
+        std::string line;
+        for (size_t i = 0; i < std::size(kMeasured); ++i) {
+            const double one = us[2 * i], two = us[2 * i + 1];
+            line += fmt::format("{}{} {:.1f}/{:.1f}", i ? ", " : "", kib(kMeasured[i]), one, two);
+            if (two < one && c.two_shot_from == SIZE_MAX) c.two_shot_from = kMeasured[i];
+        }
+        if (forced == "oneshot") c.two_shot_from = SIZE_MAX;
+        if (forced == "twoshot") c.two_shot_from = 0;
+        c.measured = line;
+        std::string devices;
+        for (int d : g.devices_) devices += fmt::format("{}{}", devices.empty() ? "" : ",", d);
+        log::info("collectives: kernels over GPU memory (ranks on GPUs {}, {} on the wire): {}{}; "
+                  "measured one-shot/two-shot µs: {}",
+                  devices, bf16_wire_ ? "BF16" : "F32",
+                  c.two_shot_from == SIZE_MAX
+                      ? std::string("one-shot at every size")
+                      : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from)),
+                  forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced), line);
+    }
+    wait("collective measurement");
+    cudaFree(buf);
+}
+
+bool DeviceCommunicator::use_kernels() const {
+    if (!group_->choice_.peer) return false;
+    if (!shared_gpu_) return true;
+    // Ranks sharing a GPU: an allocation, a free or a copy through the default stream by one rank
+    // waits for the whole GPU, so for another rank's kernel waiting for this one's: op by op
+    // they meet on the host; recorded in a graph (which allocates nothing) on the device.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    comm_check(cudaStreamIsCapturing(stream_, &status), "collective");
+    return status == cudaStreamCaptureStatusActive;
 }
 
 void DeviceCommunicator::sync(const char* op) {
     comm_check(cudaStreamSynchronize(stream_), op);
+}
+
+void DeviceCommunicator::check_step() {
+    if (!failure_ || failed_) {
+        if (failed_)
+            internal_error("rank {}: an earlier collective failed on the device; restart", rank_);
+        return;
+    }
+    PeerFailure f;  // written by the device; the stream was waited for before this
+    std::memcpy(&f, static_cast<const void*>(failure_), sizeof(f));
+    if (!f.failed) return;
+    failed_ = true;
+    internal_error(
+        "rank {} (GPU {}): {} waited {:.0f} s for rank {}'s flag (phase {}, round {}, saw {}); "
+        "that rank is stuck or failed (MYRIAD_COLLECTIVE_TIMEOUT sets the bound)",
+        f.rank, device_, f.op == kPeerAllReduce ? "all_reduce_sum" : "all_gather_columns",
+        static_cast<double>(view_.timeout_ns) * 1e-9, f.peer, f.phase, f.expected, f.seen);
 }
 
 void* DeviceCommunicator::ensure(void*& buf, size_t& size, size_t bytes, const char* what) {
@@ -45,11 +280,26 @@ void* DeviceCommunicator::ensure(void*& buf, size_t& size, size_t bytes, const c
     return buf;
 }
 
+void DeviceCommunicator::all_reduce_with(PeerAlgo algo, const float* in, float* out, int64_t n) {
+    if (failed_) check_step();
+    peer_all_reduce(view_, algo, in, out, n, bf16_wire_, stream_);
+    comm_check(cudaGetLastError(), "all_reduce_sum kernel");
+}
+
 void DeviceCommunicator::all_reduce_sum(Tensor t) {
     MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}",
                  dtype_name(t.dtype));
+    if (group_->world() == 1) return;
+    if (!use_kernels()) return host_all_reduce(t);
+    const size_t bytes = t.nbytes();
+    const PeerAlgo algo =
+        bytes >= group_->choice_.two_shot_from ? PeerAlgo::TwoShot : PeerAlgo::OneShot;
+    auto* p = static_cast<float*>(t.data);
+    all_reduce_with(algo, p, p, t.numel());
+}
+
+void DeviceCommunicator::host_all_reduce(Tensor t) {
     const int world = group_->world();
-    if (world == 1) return;
     comm_check(cudaSetDevice(device_), "all_reduce_sum");
     const int64_t n = t.numel();
     const int64_t piece = std::min(n, kPiece);
@@ -98,6 +348,36 @@ void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
                    "all_gather copy");
     sync("all_gather");
     wait("all_gather");
+}
+
+void DeviceCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    const int world = group_->world();
+    const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
+    MYRIAD_CHECK(in.dtype == DType::F32 && out.dtype == DType::F32 &&
+                     out.numel() == in.numel() * world,
+                 "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows,
+                 cols, world, out.numel());
+    const auto* src = static_cast<const float*>(in.data);
+    auto* dst = static_cast<float*>(out.data);
+    if (use_kernels() && static_cast<size_t>(cols) * sizeof(float) <= kDataBytes) {
+        if (failed_) check_step();
+        peer_gather_columns(view_, src, dst, rows, cols, stream_);
+        comm_check(cudaGetLastError(), "all_gather_columns kernel");
+        return;
+    }
+    comm_check(cudaSetDevice(device_), "all_gather_columns");
+    sync("all_gather_columns: this rank's input");
+    auto& g = *group_;
+    g.slots_[static_cast<size_t>(rank_)] = in.data;
+    wait("all_gather_columns");
+    const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    for (int r = 0; r < world; ++r)
+        comm_check(cudaMemcpy2DAsync(dst + r * cols, row_bytes * world, g.slots_[r], row_bytes,
+                                     row_bytes, static_cast<size_t>(rows), cudaMemcpyDefault,
+                                     stream_),
+                   "all_gather_columns copy");
+    sync("all_gather_columns");
+    wait("all_gather_columns");
 }
 
 void DeviceCommunicator::broadcast(void* data, size_t bytes, int root) {

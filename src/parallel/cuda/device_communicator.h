@@ -1,21 +1,34 @@
 // The communicator of ranks that are threads of one process on GPUs, any number of them on one
-// GPU (--devices 0,0,0,0): collectives through plain device buffers. Each rank waits for its own
-// stream, posts its buffer, and copies every rank's buffer into its own device memory
-// (cudaMemcpyPeerAsync: a device copy on one GPU, through the host between GPUs without peer
-// access); the sums are taken there by one kernel in fixed rank order, so every rank gets
-// bitwise the same result. Correct everywhere and slow: NCCL refuses two ranks on one GPU, and
-// the fast collectives of several GPUs are a later part.
+// GPU (--devices 0,0,0,0). Where every pair of ranks can reach the other's memory (one GPU, or
+// GPUs with working peer access, proven at start by a write and a read-back), the collectives
+// are kernels over registered device buffers (peer_collectives.h): they enqueue on the rank's
+// stream and return, so decode steps are captured in CUDA graphs; one-shot below a crossover
+// measured at start, two-shot above. Ranks that share a GPU use the kernels inside graphs only
+// (op by op, one rank's allocation would wait for another's waiting kernel). Elsewhere they fall
+// back to copies through the host, each rank waiting for its stream (correct everywhere, slow, no
+// graphs). Sums are taken in fixed rank order, so every rank gets bitwise the same result.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "parallel/communicator.h"
+#include "parallel/cuda/peer_collectives.h"
 #include "parallel/rank_barrier.h"
 
 namespace myriad::cuda {
+
+// Bytes of all-reduce messages from which two-shot is used (what the start-up measurement
+// decided; SIZE_MAX: one-shot always).
+struct PeerChoice {
+    bool peer = false;         // the kernels run (else the host path)
+    std::string why_not;       // when not
+    size_t two_shot_from = SIZE_MAX;
+    std::string measured;      // the line that says what was measured
+};
 
 // State shared by the ranks: the device of each, their posted buffers, the meeting point.
 class DeviceCommGroup final : public CommGroup {
@@ -23,39 +36,75 @@ class DeviceCommGroup final : public CommGroup {
     explicit DeviceCommGroup(std::vector<int> devices);
     int world() const { return static_cast<int>(devices_.size()); }
     RankBarrier& barrier() override { return barrier_; }
+    const PeerChoice& choice() const { return choice_; }
 
   private:
     friend class DeviceCommunicator;
     std::vector<int> devices_;
     RankBarrier barrier_;
     std::vector<const void*> slots_;
+    // Set up by the ranks together (DeviceCommunicator's constructor).
+    std::vector<uint8_t*> data_;
+    std::vector<float*> sums_;
+    std::vector<uint32_t*> flags_, probes_;
+    std::vector<std::string> problems_;  // a rank's reason the kernels cannot run, or ""
+    PeerChoice choice_;
+    std::vector<double> timings_;        // rank 0's measurement, microseconds
 };
 
 class DeviceCommunicator final : public Communicator {
   public:
-    // Rank `rank` of `group`, whose work runs on `stream` (of its device).
-    DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, int rank, cudaStream_t stream);
+    // Rank `rank` of `group`, whose work runs on `stream` (of its device). All ranks construct
+    // theirs at the same time (they meet to register buffers and measure). bf16_wire: all-reduce
+    // inputs cross in BF16 (F32 sums); false for exact runs.
+    DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, int rank, cudaStream_t stream,
+                       bool bf16_wire = true);
     ~DeviceCommunicator() override;
     int rank() const override { return rank_; }
     int world() const override { return group_->world(); }
     void all_reduce_sum(Tensor t) override;
     void all_gather(Tensor in, Tensor out) override;
+    void all_gather_columns(Tensor in, Tensor out) override;
     void broadcast(void* data, size_t bytes, int root) override;
     void barrier() override { wait("barrier"); }
+    bool graph_safe() const override { return group_->choice_.peer; }
+    void check_step() override;
+
+    // The kernels' view of the group (tests and the benchmark).
+    const PeerView& view() const { return view_; }
+    // An all-reduce with the given algorithm regardless of the crossover (tests, measurement).
+    void all_reduce_with(PeerAlgo algo, const float* in, float* out, int64_t n);
 
   private:
     void wait(const char* op) { group_->barrier_.arrive_and_wait(rank_, op); }
     void sync(const char* op);
     // A device buffer of at least `bytes` (regrown, contents dropped).
     void* ensure(void*& buf, size_t& size, size_t bytes, const char* what);
+    void set_up_peers();
+    std::string peer_problem();
+    void measure();
+    void host_all_reduce(Tensor t);
+    // This call goes through the kernels (else through the host).
+    bool use_kernels() const;
 
     std::shared_ptr<DeviceCommGroup> group_;
     int rank_, device_;
     cudaStream_t stream_;
+    bool bf16_wire_;
     void* staging_ = nullptr;  // [world, piece] floats: every rank's piece of the input
     size_t staging_bytes_ = 0;
     void* result_ = nullptr;   // the sum, copied over the input once every rank has read it
     size_t result_bytes_ = 0;
+    // The kernels' buffers of this rank (freed with it) and their view.
+    uint8_t* data_ = nullptr;
+    float* sums_ = nullptr;
+    uint32_t* flags_ = nullptr;
+    uint32_t* epoch_ = nullptr;
+    uint32_t* probe_ = nullptr;
+    PeerFailure* failure_ = nullptr;  // host-mapped
+    bool failed_ = false;
+    bool shared_gpu_ = false;  // some GPU holds several ranks
+    PeerView view_;
 };
 
 // out[i] = in[0][i] + in[1][i] + ... + in[world-1][i], rows of `stride` floats, left to right.

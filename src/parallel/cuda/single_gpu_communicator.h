@@ -13,8 +13,10 @@ class SingleGpuCommunicator final : public Communicator {
     void all_reduce_sum(Tensor) override {}
     // Orders with the backend's (blocking) stream through the legacy default stream.
     void all_gather(Tensor in, Tensor out) override;
+    void all_gather_columns(Tensor in, Tensor out) override { all_gather(in, out); }
     void broadcast(void*, size_t, int) override {}
     void barrier() override {}
+    bool graph_safe() const override { return true; }
 };
 
 }  // namespace myriad::cuda

@@ -1,0 +1,270 @@
+// The kernels of peer_collectives.h.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "parallel/cuda/peer_collectives.h"
+
+namespace myriad::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVec = 8;  // elements of one vector
+
+__device__ __forceinline__ uint64_t now_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ uint32_t load_volatile(const uint32_t* p) {
+    return *reinterpret_cast<const volatile uint32_t*>(p);
+}
+
+// Block b's round number: read by thread 0 (never from a cache another SM may have left stale).
+__device__ __forceinline__ uint32_t begin_round(const PeerView& v) {
+    __shared__ uint32_t e;
+    if (threadIdx.x == 0) e = load_volatile(v.epoch + blockIdx.x) + 1;
+    __syncthreads();
+    return e;
+}
+
+__device__ __forceinline__ void end_round(const PeerView& v, uint32_t e) {
+    if (threadIdx.x == 0) *reinterpret_cast<volatile uint32_t*>(v.epoch + blockIdx.x) = e;
+}
+
+// Every thread's writes of this block reach every peer before flag[phase][b] says e.
+__device__ __forceinline__ void publish(const PeerView& v, int phase, uint32_t e) {
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        *reinterpret_cast<volatile uint32_t*>(v.flags[v.rank] + phase * kPeerBlocks + blockIdx.x) =
+            e;
+}
+
+// Thread r < world waits for rank r's flag[phase][b] to reach e (within the bound). False for
+// the whole block once any wait gave up (the failure is recorded once).
+__device__ __forceinline__ bool wait_all(const PeerView& v, int phase, uint32_t e, int op) {
+    bool ok = true;
+    if (threadIdx.x < v.world) {
+        const uint32_t* f = v.flags[threadIdx.x] + phase * kPeerBlocks + blockIdx.x;
+        uint32_t seen = load_volatile(f);
+        if (static_cast<int32_t>(seen - e) < 0) {
+            const uint64_t start = now_ns();
+            while (static_cast<int32_t>((seen = load_volatile(f)) - e) < 0) {
+                if (now_ns() - start > v.timeout_ns) {
+                    ok = false;
+                    if (atomicCAS(&v.failure->failed, 0u, 1u) == 0u) {
+                        v.failure->rank = v.rank;
+                        v.failure->peer = static_cast<int32_t>(threadIdx.x);
+                        v.failure->phase = phase;
+                        v.failure->expected = e;
+                        v.failure->seen = seen;
+                        v.failure->op = op;
+                        __threadfence_system();
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    __threadfence_system();
+    return __syncthreads_and(ok) != 0;
+}
+
+struct F8 {
+    float x[kVec];
+};
+
+__device__ __forceinline__ F8 load_input(const float* in, int64_t base, int64_t n, bool aligned) {
+    F8 r;
+    if (aligned && base + kVec <= n) {
+        const float4 a = *reinterpret_cast<const float4*>(in + base);
+        const float4 b = *reinterpret_cast<const float4*>(in + base + 4);
+        r.x[0] = a.x, r.x[1] = a.y, r.x[2] = a.z, r.x[3] = a.w;
+        r.x[4] = b.x, r.x[5] = b.y, r.x[6] = b.z, r.x[7] = b.w;
+    } else {
+        for (int i = 0; i < kVec; ++i) r.x[i] = base + i < n ? in[base + i] : 0.0f;
+    }
+    return r;
+}
+
+// Vector `vec` of a wire buffer: BF16 (16 bytes) or F32 (32 bytes).
+__device__ __forceinline__ void store_wire(uint8_t* buf, int64_t vec, const F8& f, bool bf16) {
+    if (bf16) {
+        uint4 w;
+        __nv_bfloat162 p[4];
+        for (int i = 0; i < 4; ++i) p[i] = __floats2bfloat162_rn(f.x[2 * i], f.x[2 * i + 1]);
+        memcpy(&w, p, sizeof(w));
+        reinterpret_cast<uint4*>(buf)[vec] = w;
+    } else {
+        float4* d = reinterpret_cast<float4*>(buf) + 2 * vec;
+        d[0] = make_float4(f.x[0], f.x[1], f.x[2], f.x[3]);
+        d[1] = make_float4(f.x[4], f.x[5], f.x[6], f.x[7]);
+    }
+}
+
+__device__ __forceinline__ void add_wire(const uint8_t* buf, int64_t vec, F8& acc, bool bf16) {
+    if (bf16) {
+        const uint4 w = __ldcv(reinterpret_cast<const uint4*>(buf) + vec);
+        __nv_bfloat162 p[4];
+        memcpy(p, &w, sizeof(w));
+        for (int i = 0; i < 4; ++i) {
+            const float2 t = __bfloat1622float2(p[i]);
+            acc.x[2 * i] += t.x;
+            acc.x[2 * i + 1] += t.y;
+        }
+    } else {
+        const float4* s = reinterpret_cast<const float4*>(buf) + 2 * vec;
+        const float4 a = __ldcv(s), b = __ldcv(s + 1);
+        acc.x[0] += a.x, acc.x[1] += a.y, acc.x[2] += a.z, acc.x[3] += a.w;
+        acc.x[4] += b.x, acc.x[5] += b.y, acc.x[6] += b.z, acc.x[7] += b.w;
+    }
+}
+
+__device__ __forceinline__ void store_output(float* out, int64_t base, int64_t n, const F8& f,
+                                             bool aligned) {
+    if (aligned && base + kVec <= n) {
+        *reinterpret_cast<float4*>(out + base) = make_float4(f.x[0], f.x[1], f.x[2], f.x[3]);
+        *reinterpret_cast<float4*>(out + base + 4) = make_float4(f.x[4], f.x[5], f.x[6], f.x[7]);
+    } else {
+        for (int i = 0; i < kVec; ++i)
+            if (base + i < n) out[base + i] = f.x[i];
+    }
+}
+
+// Block b's vectors of a round of `nv` vectors: v = b + kPeerBlocks * k, k = thread + kThreads*j.
+#define FOR_BLOCK_VECTORS(v, nv)                                                         \
+    for (int64_t v = blockIdx.x + int64_t{kPeerBlocks} * threadIdx.x; v < (nv);         \
+         v += int64_t{kPeerBlocks} * kThreads)
+
+__global__ void __launch_bounds__(kThreads)
+    all_reduce_kernel(PeerView view, const float* in, float* out, int64_t n, bool bf16,
+                      bool two_shot, bool aligned) {
+    const uint32_t e = begin_round(view);
+    const int parity = static_cast<int>(e & 1u);
+    const size_t half = view.data_bytes;
+    const int64_t nv = (n + kVec - 1) / kVec;
+    uint8_t* own = view.data[view.rank] + parity * half;
+    FOR_BLOCK_VECTORS(v, nv) store_wire(own, v, load_input(in, v * kVec, n, aligned), bf16);
+    publish(view, 0, e);
+    if (!wait_all(view, 0, e, kPeerAllReduce)) {
+        end_round(view, e);
+        return;
+    }
+    if (!two_shot) {
+        FOR_BLOCK_VECTORS(v, nv) {
+            F8 acc = {};
+            for (int r = 0; r < view.world; ++r)
+                add_wire(view.data[r] + parity * half, v, acc, bf16);
+            store_output(out, v * kVec, n, acc, aligned);
+        }
+        end_round(view, e);
+        return;
+    }
+    // Two-shot: this rank's segment of vectors [seg * rank, seg * (rank + 1)).
+    const int64_t seg = (nv + view.world - 1) / view.world;
+    float* own_sums = view.sums[view.rank] + parity * view.sum_floats;
+    FOR_BLOCK_VECTORS(v, nv) {
+        if (v / seg != view.rank) continue;
+        F8 acc = {};
+        for (int r = 0; r < view.world; ++r) add_wire(view.data[r] + parity * half, v, acc, bf16);
+        float4* d = reinterpret_cast<float4*>(own_sums) + 2 * v;
+        d[0] = make_float4(acc.x[0], acc.x[1], acc.x[2], acc.x[3]);
+        d[1] = make_float4(acc.x[4], acc.x[5], acc.x[6], acc.x[7]);
+    }
+    publish(view, 1, e);
+    if (!wait_all(view, 1, e, kPeerAllReduce)) {
+        end_round(view, e);
+        return;
+    }
+    FOR_BLOCK_VECTORS(v, nv) {
+        const int owner = static_cast<int>(v / seg);
+        const float4* s =
+            reinterpret_cast<const float4*>(view.sums[owner] + parity * view.sum_floats) + 2 * v;
+        const float4 a = __ldcv(s), b = __ldcv(s + 1);
+        const F8 f = {{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}};
+        store_output(out, v * kVec, n, f, aligned);
+    }
+    end_round(view, e);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    gather_columns_kernel(PeerView view, const float* in, float* out, int64_t rows, int64_t cols,
+                          bool aligned) {
+    const uint32_t e = begin_round(view);
+    const int parity = static_cast<int>(e & 1u);
+    const size_t half = view.data_bytes;
+    const int64_t n = rows * cols, nv = (n + kVec - 1) / kVec;
+    uint8_t* own = view.data[view.rank] + parity * half;
+    FOR_BLOCK_VECTORS(v, nv) store_wire(own, v, load_input(in, v * kVec, n, aligned), false);
+    publish(view, 0, e);
+    if (!wait_all(view, 0, e, kPeerGatherColumns)) {
+        end_round(view, e);
+        return;
+    }
+    const int64_t width = cols * view.world;
+    FOR_BLOCK_VECTORS(v, nv) {
+        for (int r = 0; r < view.world; ++r) {
+            F8 f = {};
+            add_wire(view.data[r] + parity * half, v, f, false);
+            for (int i = 0; i < kVec; ++i) {
+                const int64_t idx = v * kVec + i;
+                if (idx >= n) break;
+                out[(idx / cols) * width + r * cols + idx % cols] = f.x[i];
+            }
+        }
+    }
+    end_round(view, e);
+}
+
+__global__ void probe_kernel(PeerProbes probes, int world, int rank, uint32_t value) {
+    for (int p = static_cast<int>(threadIdx.x); p < world; p += static_cast<int>(blockDim.x))
+        *reinterpret_cast<volatile uint32_t*>(probes.slot[p] + rank) =
+            value ^ static_cast<uint32_t>(p);
+    __threadfence_system();
+}
+
+bool is_aligned(const void* p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace
+
+int64_t peer_round_elems(const PeerView& v, bool bf16_wire) {
+    // Whole vectors that fit the input buffer and (two-shot) the sums.
+    const int64_t by_data = static_cast<int64_t>(v.data_bytes) / (bf16_wire ? 2 : 4);
+    const int64_t by_sums = static_cast<int64_t>(v.sum_floats);
+    return std::min(by_data, by_sums) / kVec * kVec;
+}
+
+void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* out, int64_t n,
+                     bool bf16_wire, cudaStream_t stream) {
+    const int64_t round = peer_round_elems(v, bf16_wire);
+    for (int64_t begin = 0; begin < n; begin += round) {
+        const int64_t len = std::min(round, n - begin);
+        all_reduce_kernel<<<kPeerBlocks, kThreads, 0, stream>>>(
+            v, in + begin, out + begin, len, bf16_wire, algo == PeerAlgo::TwoShot,
+            is_aligned(in + begin) && is_aligned(out + begin));
+    }
+}
+
+void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows,
+                         int64_t cols, cudaStream_t stream) {
+    const int64_t round_rows = std::max<int64_t>(
+        1, static_cast<int64_t>(v.data_bytes / sizeof(float)) / std::max<int64_t>(cols, 1));
+    const int64_t width = cols * v.world;
+    for (int64_t r0 = 0; r0 < rows; r0 += round_rows) {
+        const int64_t nr = std::min(round_rows, rows - r0);
+        gather_columns_kernel<<<kPeerBlocks, kThreads, 0, stream>>>(
+            v, in + r0 * cols, out + r0 * width, nr, cols, is_aligned(in + r0 * cols));
+    }
+}
+
+void peer_probe(const PeerProbes& probes, int world, int rank, uint32_t value,
+                cudaStream_t stream) {
+    probe_kernel<<<1, 32, 0, stream>>>(probes, world, rank, value);
+}
+
+}  // namespace myriad::cuda
