@@ -234,8 +234,11 @@ void DeviceCommunicator::measure() {
                       : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from)),
                   forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced), line);
     }
-    wait("collective measurement");
+    // Freeing waits for the whole GPU, which ends: this rank's rounds are done, so every other
+    // rank's finish without it. After the meeting another rank's next kernel might wait for this
+    // one, and the free would wait for it.
     cudaFree(buf);
+    wait("collective measurement");
 }
 
 bool DeviceCommunicator::use_kernels() const {
