@@ -7,8 +7,8 @@
 
 #include "format/gguf.h"
 #include "format/json_file.h"
+#include "jinja/lexer.h"
 #include "tokenizer/gguf_vocab.h"
-#include "tokenizer/jinja_lexer.h"
 #include "tokenizer/tool_declarations_prompt.h"
 #include "util/error.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/jinja_renderer.h"
+#include "jinja/renderer.h"
 
 namespace myriad {
 

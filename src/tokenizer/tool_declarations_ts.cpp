@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_text.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/json.h"
+#include "jinja/text.h"
+#include "jinja/value.h"
 
 namespace myriad {
 

@@ -2,9 +2,9 @@
 // are allowed (jinja2's SandboxedEnvironment; Kimi-K2-Thinking's template appends and pops).
 #include <algorithm>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_item_limit.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/builtins.h"
+#include "jinja/item_limit.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

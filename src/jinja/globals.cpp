@@ -2,7 +2,7 @@
 // sandbox caps it), namespace, dict, joiner, raise_exception, strftime_now.
 #include <ctime>
 
-#include "tokenizer/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 namespace myriad::jinja {
 

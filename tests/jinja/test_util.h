@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tokenizer/jinja_renderer.h"
+#include "jinja/renderer.h"
 
 namespace myriad::testing {
 

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_item_limit.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/builtins.h"
+#include "jinja/item_limit.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

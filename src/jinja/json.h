@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 namespace myriad::jinja {
 

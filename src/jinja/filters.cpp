@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <utility>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/builtins.h"
+#include "jinja/json.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

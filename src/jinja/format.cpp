@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/builtins.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

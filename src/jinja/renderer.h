@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/jinja_parser.h"
+#include "jinja/parser.h"
 
 namespace myriad::jinja {
 

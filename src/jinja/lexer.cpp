@@ -1,9 +1,9 @@
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <array>
 #include <cstdlib>
 
-#include "tokenizer/jinja_text.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

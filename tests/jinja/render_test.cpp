@@ -5,7 +5,7 @@
 
 #include <ctime>
 
-#include "jinja_test_util.h"
+#include "test_util.h"
 
 namespace myriad::testing {
 namespace {

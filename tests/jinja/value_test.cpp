@@ -3,9 +3,9 @@
 // Python's json.dumps writes it).
 #include <gtest/gtest.h>
 
-#include "jinja_test_util.h"
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/json.h"
+#include "jinja/value.h"
+#include "test_util.h"
 
 namespace myriad::testing {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/builtins.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

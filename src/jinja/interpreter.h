@@ -1,5 +1,5 @@
-// The interpreter behind Template::render (internal to the jinja_* files): scopes, macros and
-// the evaluation of statements (jinja_renderer.cpp) and expressions (jinja_eval.cpp).
+// The interpreter behind Template::render (internal to src/jinja): scopes, macros and
+// the evaluation of statements (renderer.cpp) and expressions (eval.cpp).
 #pragma once
 
 #include <string>
@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_renderer.h"
+#include "jinja/builtins.h"
+#include "jinja/renderer.h"
 
 namespace myriad::jinja {
 
@@ -65,7 +65,7 @@ class Interpreter final : public Context {
         Interpreter& in;
     };
 
-    // Statements (jinja_renderer.cpp).
+    // Statements (renderer.cpp).
     Flow exec(const Body& body, Frame& frame);
     Flow exec_stmt(const Stmt& s, Frame& frame);
     void run_for(const Stmt& s, Frame& frame, const Value& iterable, int64_t depth0);
@@ -74,7 +74,7 @@ class Interpreter final : public Context {
     void write(std::string_view text);
     MacroObject* make_macro(const Stmt& s, Frame& frame, std::string name);
 
-    // Expressions (jinja_eval.cpp).
+    // Expressions (eval.cpp).
     Value eval(const Expr& e, Frame& frame);
     Value eval_inner(const Expr& e, Frame& frame);
     Value lookup(std::string_view name, Frame& frame);

@@ -2,8 +2,8 @@
 // is left-associative, comparisons chain), statements, and syntax errors with line and column.
 #include <gtest/gtest.h>
 
-#include "jinja_test_util.h"
-#include "tokenizer/jinja_parser.h"
+#include "jinja/parser.h"
+#include "test_util.h"
 
 namespace myriad::testing {
 namespace {

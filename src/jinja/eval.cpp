@@ -1,5 +1,5 @@
 // Expression evaluation.
-#include "tokenizer/jinja_interpreter.h"
+#include "jinja/interpreter.h"
 
 namespace myriad::jinja {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_parser.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/parser.h"
+#include "jinja/value.h"
 
 namespace myriad::jinja {
 

@@ -46,7 +46,7 @@ std::string jinja_title(std::string_view s);  // the `title` filter
 std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left,
                   bool right);
 // str.split / str.rsplit; `sep` absent splits on whitespace runs; maxsplit < 0 is unlimited.
-// These three fail once they would pass the render's max_list_items() (jinja_item_limit.h).
+// These three fail once they would pass the render's max_list_items() (item_limit.h).
 std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep,
                                int64_t maxsplit);
 std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep,

@@ -1,5 +1,5 @@
 // The expression half of the Jinja parser: jinja2's precedence climbing.
-#include "tokenizer/jinja_parser_impl.h"
+#include "jinja/parser_impl.h"
 
 namespace myriad::jinja {
 

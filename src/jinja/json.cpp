@@ -1,9 +1,9 @@
-#include "tokenizer/jinja_json.h"
+#include "jinja/json.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tokenizer/jinja_text.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 

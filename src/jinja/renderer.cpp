@@ -1,11 +1,11 @@
 // Template rendering: statements, scopes and macros.
-#include "tokenizer/jinja_renderer.h"
+#include "jinja/renderer.h"
 
 #include <algorithm>
 
-#include "tokenizer/jinja_interpreter.h"
-#include "tokenizer/jinja_item_limit.h"
-#include "tokenizer/jinja_json.h"
+#include "jinja/interpreter.h"
+#include "jinja/item_limit.h"
+#include "jinja/json.h"
 
 namespace myriad::jinja {
 

@@ -2,8 +2,8 @@
 // (trim_blocks, lstrip_blocks, `-` and `+` markers), comments, raw blocks, newlines.
 #include <gtest/gtest.h>
 
-#include "jinja_test_util.h"
-#include "tokenizer/jinja_lexer.h"
+#include "jinja/lexer.h"
+#include "test_util.h"
 
 namespace myriad::testing {
 namespace {

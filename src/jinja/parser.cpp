@@ -1,6 +1,6 @@
-#include "tokenizer/jinja_parser.h"
+#include "jinja/parser.h"
 
-#include "tokenizer/jinja_parser_impl.h"
+#include "jinja/parser_impl.h"
 
 namespace myriad::jinja {
 

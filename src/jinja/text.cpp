@@ -1,7 +1,7 @@
-#include "tokenizer/jinja_text.h"
+#include "jinja/text.h"
 
-#include "tokenizer/jinja_item_limit.h"
-#include "tokenizer/jinja_value.h"
+#include "jinja/item_limit.h"
+#include "jinja/value.h"
 
 #include <locale.h>
 #include <clocale>

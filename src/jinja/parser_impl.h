@@ -1,5 +1,5 @@
-// The Jinja parser's internals, shared by jinja_parser.cpp (statements) and
-// jinja_expr_parser.cpp (expressions). Not part of the interface: include jinja_parser.h.
+// The Jinja parser's internals, shared by parser.cpp (statements) and expr_parser.cpp
+// (expressions). Not part of the interface: include parser.h.
 #pragma once
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_lexer.h"
-#include "tokenizer/jinja_parser.h"
+#include "jinja/lexer.h"
+#include "jinja/parser.h"
 
 namespace myriad::jinja {
 
@@ -98,7 +98,7 @@ class Parser {
         return e;
     }
 
-    // Statements (jinja_parser.cpp).
+    // Statements (parser.cpp).
     Body subparse(const Names* end_tokens);
     Body parse_statements(Names end_tokens, bool drop_needle);
     StmtPtr parse_statement();
@@ -117,7 +117,7 @@ class Parser {
     void scan_stmt(const Stmt& st, Stmt& m);
     void scan_expr(const Expr& e, Stmt& m);
 
-    // Expressions (jinja_expr_parser.cpp).
+    // Expressions (expr_parser.cpp).
     bool is_tuple_end(Names extra_end) const;
     ExprPtr parse_tuple(bool simplified, bool with_condexpr, Names extra_end, bool explicit_parens);
     ExprPtr parse_expression(bool with_condexpr);

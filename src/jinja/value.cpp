@@ -1,12 +1,12 @@
-#include "tokenizer/jinja_value.h"
+#include "jinja/value.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include "tokenizer/jinja_item_limit.h"
-#include "tokenizer/jinja_text.h"
+#include "jinja/item_limit.h"
+#include "jinja/text.h"
 
 namespace myriad::jinja {
 
