@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_source.h"
+#include "ops/backend.h"
 #include "plan/memory_plan.h"
 #include "plan/nvml_gpus.h"
 #include "plan/plan_report.h"
@@ -49,10 +50,18 @@ int run_plan(const PlanArgs& a) {
     const plan::Plan p = plan::make_plan(m.config, m.weights, o);
     plan::PlanSubject s{m.name, &m.config, &m.weights, m.predicted ? &*m.predicted : nullptr,
                         g.gpus, g.source};
-    if (a.json)
-        std::printf("%s\n", plan::plan_json(s, p).dump(2).c_str());
-    else
+    // GPUs found here: how they are connected too (NVLink or PCIe, NUMA nodes, peer access).
+    std::vector<std::string> topology;
+    if (g.source == "NVML") topology = topology_lines(gpu_topology());
+    if (a.json) {
+        nlohmann::ordered_json j = plan::plan_json(s, p);
+        if (!topology.empty()) j["topology"] = topology;
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
         std::printf("%s", plan::plan_text(s, p).c_str());
+        if (!topology.empty()) std::printf("\n");
+        for (const std::string& line : topology) std::printf("%s\n", line.c_str());
+    }
     // A script can test whether the model fits the GPUs given (or found).
     if (!p.chosen && !g.gpus.empty()) {
         std::fprintf(stderr, "myriad: %s: no layout fits %s\n", m.name.c_str(),

@@ -9,6 +9,9 @@
 
 #ifdef MYRIAD_WITH_CUDA
 #include "ops/cuda/cuda_backend.h"
+#include "parallel/cuda/cuda_topology.h"
+#else
+#include "parallel/topology_probe.h"
 #endif
 
 namespace myriad {
@@ -121,6 +124,9 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
 double cuda_copy_bandwidth(int index) {
     return cuda::copy_bandwidth(index);
 }
+Topology gpu_topology() {
+    return cuda::probe_cuda_topology();
+}
 
 #else
 
@@ -158,6 +164,9 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
 }
 double cuda_copy_bandwidth(int) {
     return 0.0;
+}
+Topology gpu_topology() {
+    return probe_topology();
 }
 
 #endif

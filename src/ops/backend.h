@@ -9,6 +9,7 @@
 #include "ops/kernel_plan.h"
 #include "ops/ops.h"
 #include "parallel/communicator.h"
+#include "parallel/topology.h"
 
 namespace myriad {
 
@@ -52,6 +53,10 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
 // Rank `rank`'s communicator, on the stream of `ops` (the CUDA backend of that rank).
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
                                                     int rank, Ops& ops);
+
+// The GPUs of this machine and their links: NVML's view in CUDA's device order with CUDA's peer
+// access (NVML's order and no peer access without the backend); `topology_lines` prints it.
+Topology gpu_topology();
 
 // The GPUs of `tp` ranks: --devices "0,0,1,1" (or MYRIAD_CUDA_DEVICES when the flag is empty),
 // one per rank, repeats allowed; neither given: GPUs 0..tp-1. Bad input naming the flag when the

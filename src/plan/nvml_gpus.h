@@ -14,7 +14,7 @@ struct GpuProbe {
     std::string note;       // why none: the library is absent, NVML failed, no devices
 };
 
-// Loads libnvidia-ml.so.1 (or $MYRIAD_NVML_LIBRARY) and lists each device's name and total memory.
+// Lists each device's name and total memory through NVML (util/nvml_library.h).
 GpuProbe probe_gpus();
 
 }  // namespace myriad::plan
