@@ -262,12 +262,10 @@ void HttpConnection::on_parse_error(error_code ec) {
                                 l.max_body_bytes),
                     false);
     } else if (ec == http::error::header_limit) {
-        // The request line alone past the URL limit (no line end in sight): 414; else the
-        // header fields are too large.
-        const auto data = static_cast<const char*>(buffer_.data().data());
-        const std::string_view seen(data, buffer_.size());
-        const size_t eol = seen.find("\r\n");
-        if (eol == std::string_view::npos || eol > l.max_url_bytes + 16)
+        // The parser takes the request line as soon as it is whole: no target yet means the
+        // line alone ran past the limit (a URL too long: 414); else the fields are too large.
+        const size_t target = parser_->get().target().size();
+        if (target == 0 || target > l.max_url_bytes)
             write_error(414,
                         fmt::format("the request's URL is longer than {} bytes", l.max_url_bytes),
                         false);
