@@ -7,13 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu-bundle
 mkdir -p "$out/deb" "$out/whl"
-# cpp-httplib (header + its compiled library), PCRE2, utf8proc, libcurl's headers (the host's
-# own libcurl.so.4 is linked), and ICU's headers (the host has the ICU runtime only; see
-# gpu_run.sh for how the version is matched); GoogleTest and pkgconf in case the host lacks them;
-# brotli headers, which Debian's httplib.h includes; libedit (myriad chat) with its runtime.
-pkgs=(libcpp-httplib-dev libcpp-httplib0.11 libpcre2-dev libpcre2-8-0 libpcre2-16-0
+# Boost's headers (Beast and Asio, header-only: the server's HTTP layer), PCRE2, utf8proc,
+# libcurl's headers (the host's own libcurl.so.4 is linked), and ICU's headers (the host has the
+# ICU runtime only; see gpu_run.sh for how the version is matched); GoogleTest and pkgconf in
+# case the host lacks them; libedit (myriad chat) with its runtime.
+pkgs=(libboost1.81-dev libpcre2-dev libpcre2-8-0 libpcre2-16-0
       libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 libcurl4-openssl-dev
-      libicu-dev libgtest-dev pkgconf pkgconf-bin libpkgconf3 libbrotli-dev
+      libicu-dev libgtest-dev pkgconf pkgconf-bin libpkgconf3
       libedit-dev libedit2 libbsd0 libmd0)
 (cd "$out/deb" && apt-get download "${pkgs[@]}")
 # libicu-dev is 10 MB, nearly all static libraries: keep its headers only (gpu_run.sh unpacks).

@@ -43,15 +43,6 @@ if ! command -v pkg-config >/dev/null; then
 fi
 sed -i "s|^prefix=/usr|prefix=$prefix/usr|; s|^includedir=/usr/include|includedir=$prefix/usr/include|" \
     "$lib"/pkgconfig/*.pc
-# Debian's httplib.pc asks for openssl/zlib/brotli development files the host may not have: the
-# header's inline code calls them, so the host's runtimes are linked by file name instead.
-cat > "$lib/pkgconfig/cpp-httplib.pc" <<PC
-Name: cpp-httplib
-Description: cpp-httplib from the bundle
-Version: 0.11.4
-Libs: -L$lib -lcpp-httplib -l:libssl.so.3 -l:libcrypto.so.3 -l:libz.so.1 -l:libbrotlidec.so.1 -l:libbrotlienc.so.1
-Cflags: -I$prefix/usr/include -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT
-PC
 # libcurl and libcrypto: the host has the runtimes (libcurl.so.4, libcrypto.so.3); the bundle's
 # libcurl.so link dangles there and its libcurl.a does not link, so the runtimes are named.
 rm -f "$lib/libcurl.a" "$lib/libcurl.so"

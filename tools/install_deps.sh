@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
-      libopenblas-dev libpcre2-dev libicu-dev xz-utils libcpp-httplib-dev
+      libopenblas-dev libpcre2-dev libicu-dev xz-utils libboost1.81-dev
       libcurl4-openssl-dev libssl-dev libedit-dev)
 if [[ "${1:-}" == "--test" ]]; then
     pkgs+=(libgtest-dev clang libclang-rt-dev python3 python3-venv)

@@ -1,9 +1,9 @@
 // Whether the client of a non-streaming request has gone away. A stream notices a closed
 // connection when a write fails; a non-streaming reply writes nothing until generation ends, so
-// the handler asks instead: the request's TCP connection is found among the process's sockets by
-// its two endpoints (cpp-httplib 0.11 does not hand handlers the socket) and peeked without
-// blocking; a peer that closed reads as end of file. An agent that times out and retries then
-// frees its sequence at once instead of leaving it to run to max_tokens.
+// the handler asks instead: the request's socket (the HTTP layer reads nothing from it while the
+// handler runs) is peeked without blocking; a peer that closed reads as end of file. An agent
+// that times out and retries then frees its sequence at once instead of leaving it to run to
+// max_tokens.
 // It also applies back-pressure to a stream: while the client leaves more than --max-unsent-bytes
 // of it unread (the socket's send queue), the request's sequences are paused; a client that reads
 // nothing for the stream write timeout gets its request cancelled.
@@ -20,9 +20,9 @@ namespace myriad::api {
 
 class ClientConnection {
   public:
-    ClientConnection(std::string remote_addr, int remote_port, std::string local_addr,
-                     int local_port);
-    ~ClientConnection();
+    // `fd`: the request's socket, open while the handler runs (the HTTP layer only shuts it
+    // down meanwhile, never closes it); the peer names the client in log lines.
+    ClientConnection(int fd, std::string remote_addr, int remote_port);
     ClientConnection(const ClientConnection&) = delete;
     ClientConnection& operator=(const ClientConnection&) = delete;
     // True once the peer has closed (or reset) the connection. Looks at most every 50 ms, and
@@ -37,12 +37,11 @@ class ClientConnection {
     bool wait_for_reader(size_t next, size_t max_unsent, std::chrono::milliseconds timeout);
 
   private:
-    int find_socket() const;
     void pause(bool on);
 
-    std::string remote_addr_, local_addr_;
-    int remote_port_, local_port_;
-    int fd_ = -2;  // -2: not looked up yet; -1: not found
+    int fd_;
+    std::string remote_addr_;
+    int remote_port_;
     bool closed_ = false;
     bool told_paused_ = false;  // logged once per request
     std::chrono::steady_clock::time_point start_, next_check_;
@@ -66,21 +65,5 @@ class ScopedClient {
 
 // current_client() && current_client()->closed().
 bool client_gone();
-
-// An accepted connection of the process: its socket and its peer.
-struct Connection {
-    int fd = -1;
-    std::string remote_addr;
-    int remote_port = 0;
-};
-// The connections the process accepted on `local_port`.
-std::vector<Connection> connections(int local_port);
-// Whether a ClientConnection of this peer exists: its request is in a handler or streaming.
-bool serving(const std::string& remote_addr, int remote_port);
-
-// Shuts down every connection the process accepted on `local_port` (both directions), so a
-// worker blocked reading an idle or half-sent request returns at once: stop() does not wait for
-// a client that trickles bytes.
-void shutdown_connections(int local_port);
 
 }  // namespace myriad::api

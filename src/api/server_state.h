@@ -48,6 +48,7 @@ struct ServerOptions {
     size_t max_unsent_bytes = size_t{1} << 20;  // a stream's unread output before it pauses
     double stream_write_timeout = 30;           // seconds a stream's client may read nothing
     double request_read_timeout = 30;           // seconds to send a whole request
+    int64_t max_connections = 0;                // open connections; 0: sized from the above
     std::string api_key;
     std::string tool_call_parser;     // "" = from model_type
     std::string reasoning_parser;     // "" = from model_type

@@ -38,6 +38,7 @@ struct ServeArgs {
     int64_t max_unsent_bytes = int64_t{1} << 20;
     double stream_write_timeout = 30;
     double request_read_timeout = 30;
+    int64_t max_connections = 0;
     int64_t kv_blocks = 0;
     EngineFlags engine;
     std::string chat_template;
@@ -56,12 +57,12 @@ void check_args(const ServeArgs& a) {
         bad_input("--max-request-bytes {} must be at least 1024", a.max_request_bytes);
     if (a.max_unsent_bytes < 4096)
         bad_input("--max-unsent-bytes {} must be at least 4096", a.max_unsent_bytes);
+    if (a.max_connections < 0)
+        bad_input("--max-connections {} must be at least 1 (or 0: the default)", a.max_connections);
     if (!(a.request_read_timeout >= 1))
-        bad_input("--request-read-timeout {} must be at least 1 (seconds)",
-                  a.request_read_timeout);
+        bad_input("--request-read-timeout {} must be at least 1 (seconds)", a.request_read_timeout);
     if (!(a.stream_write_timeout >= 1))
-        bad_input("--stream-write-timeout {} must be at least 1 (seconds)",
-                  a.stream_write_timeout);
+        bad_input("--stream-write-timeout {} must be at least 1 (seconds)", a.stream_write_timeout);
     if (a.port < 0 || a.port > 65535) bad_input("--port {} must be in 0..65535", a.port);
     if (a.max_model_len < 0) bad_input("--max-model-len {} must be positive", a.max_model_len);
     for (const std::string& p : {a.tool_call_parser})
@@ -98,6 +99,7 @@ int run_serve(ServeArgs& a) {
     o.max_unsent_bytes = static_cast<size_t>(a.max_unsent_bytes);
     o.stream_write_timeout = a.stream_write_timeout;
     o.request_read_timeout = a.request_read_timeout;
+    o.max_connections = a.max_connections;
     o.api_key = a.api_key;
     o.tool_call_parser = a.tool_call_parser;
     o.reasoning_parser = a.reasoning_parser;
@@ -229,6 +231,9 @@ Run add_serve(CLI::App& app) {
     app.add_option("--request-read-timeout", a->request_read_timeout,
                    "seconds a client has to send a whole request, headers and body, however "
                    "slowly its bytes come (default 30)");
+    app.add_option("--max-connections", a->max_connections,
+                   "open connections; past it the oldest one still sending its request (or idle) "
+                   "is closed (default: 4 x (--max-num-seqs + --max-queue + 8), at least 1024)");
     app.add_option("--stream-write-timeout", a->stream_write_timeout,
                    "seconds a client may read nothing of its stream before it is cancelled "
                    "(default 30)");
