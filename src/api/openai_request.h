@@ -19,7 +19,7 @@ namespace myriad::api {
 struct GenerationFields {
     std::string model;
     bool stream = false;
-    bool include_usage = false;         // stream_options.include_usage
+    bool include_usage = false;  // stream_options.include_usage
     // stream_options.continuous_usage_stats with include_usage: the usage so far in every chunk
     // (vLLM's).
     bool continuous_usage = false;

@@ -130,8 +130,8 @@ public:
                               float* target, TokenId* top_ids, float* top) {
         std::vector<float> host(static_cast<size_t>(logits.numel()));
         copy_to_host(logits, host.data());
-        logprob_rows_host(host.data(), logits.dim(0), logits.dim(1), logits.dim(2), vocab,
-                          targets, top_n, target, top_ids, top);
+        logprob_rows_host(host.data(), logits.dim(0), logits.dim(1), logits.dim(2), vocab, targets,
+                          top_n, target, top_ids, top);
     }
 
     // out[t] = table[id_t - vocab_begin] when this rank holds that row, else 0.

@@ -27,8 +27,8 @@ TEST_F(GpuOpsTest, LogprobRowsMatchTheHost) {
     struct Shape {
         int64_t vocab, slices, rows;
     };
-    for (const Shape sh : {Shape{3000, 1, 70}, Shape{3001, 2, 33}, Shape{163840, 1, 12},
-                           Shape{163840, 8, 5}}) {
+    for (const Shape sh :
+         {Shape{3000, 1, 70}, Shape{3001, 2, 33}, Shape{163840, 1, 12}, Shape{163840, 8, 5}}) {
         const int64_t shard = (sh.vocab + sh.slices - 1) / sh.slices;  // the last slice padded
         SCOPED_TRACE(::testing::Message() << "vocab " << sh.vocab << " in " << sh.slices
                                           << " slices, " << sh.rows << " rows");
@@ -76,8 +76,8 @@ struct ExactMode {
 // The prompt logprobs (top 5) of `prompt` through an engine of `budget` tokens a step; with
 // `cached_first`, the prompt ran once before without them (its blocks are in the prefix cache).
 std::vector<SampleResult> engine_prompt_logprobs(WorkerGroup& workers,
-                                                 const std::vector<TokenId>& prompt,
-                                                 int64_t budget, bool cached_first) {
+                                                 const std::vector<TokenId>& prompt, int64_t budget,
+                                                 bool cached_first) {
     EngineConfig ec;
     ec.scheduler.max_num_batched_tokens = budget;
     Engine engine(workers, ec);
@@ -141,10 +141,10 @@ TEST_P(GpuPromptLogprobs, MatchCpu) {
                 agree += got[k].top[0].token == want[k].top[0].token;
             }
         }
-        std::printf("kimi_k2 %-7s %-14s prompt logprobs: %d/%zu within a tenth of the row's RMS "
-                    "logit (worst %.2f of it), top-1 %d/%d clear positions agree\n",
-                    exact ? "exact" : "default", run.what, close, want.size(), worst, agree,
-                    clear);
+        std::printf(
+            "kimi_k2 %-7s %-14s prompt logprobs: %d/%zu within a tenth of the row's RMS "
+            "logit (worst %.2f of it), top-1 %d/%d clear positions agree\n",
+            exact ? "exact" : "default", run.what, close, want.size(), worst, agree, clear);
         EXPECT_GT(clear, 0);
         if (exact) {
             EXPECT_EQ(close, static_cast<int>(want.size()));
