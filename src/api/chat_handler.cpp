@@ -17,13 +17,16 @@ using J = nlohmann::ordered_json;
 
 class ChatRenderer : public Renderer {
   public:
-    ChatRenderer(const ServerState& state, const ChatRequest& r)
+    ChatRenderer(const ServerState& state, const ChatRequest& r, int64_t prompt_tokens)
         : tok_(*state.model().tokenizer),
           model_(r.model),
           stream_(r.stream),
           usage_(r.include_usage),
+          continuous_(r.continuous_usage),
           want_lp_(r.top_logprobs >= 0),
-          choices_(static_cast<size_t>(r.n)) {}
+          choices_(static_cast<size_t>(r.n)) {
+        last_usage_.prompt_tokens = prompt_tokens;
+    }
 
     bool start(const StreamWriter& w) override {
         if (!stream_) return true;
@@ -35,6 +38,7 @@ class ChatRenderer : public Renderer {
 
     bool event(ChoiceEvent& e, const StreamWriter& w) override {
         Choice& c = choices_[e.choice];
+        last_usage_ = e.usage;
         if (!stream_) {
             if (want_lp_) c.lps.insert(c.lps.end(), e.logprobs.begin(), e.logprobs.end());
             if (e.finished) {
@@ -157,14 +161,15 @@ class ChatRenderer : public Renderer {
                                    {"delta", std::move(delta)},
                                    {"logprobs", std::move(logprobs)},
                                    {"finish_reason", reason ? J(reason) : J(nullptr)}}});
-        if (usage_) c["usage"] = nullptr;
+        if (usage_) c["usage"] = continuous_ ? usage_json(last_usage_) : J(nullptr);
         return w(sse_event(dump(c)));
     }
 
     const Tokenizer& tok_;
     std::string model_;
-    bool stream_, usage_, want_lp_;
+    bool stream_, usage_, continuous_, want_lp_;
     std::vector<Choice> choices_;
+    Usage last_usage_;  // the request's so far, for continuous_usage_stats
     std::string id_ = random_id("chatcmpl");
     int64_t created_ = unix_now();
 };
@@ -174,7 +179,7 @@ class ChatRenderer : public Renderer {
 Reply chat_completions(ServerState& state, std::string_view body) {
     ChatRequest r = parse_chat_request(body);
     Prepared p = prepare_chat(state, r);
-    auto renderer = std::make_shared<ChatRenderer>(state, r);
+    auto renderer = std::make_shared<ChatRenderer>(state, r, p.prompt_tokens);
     return run_generation(state, std::move(p), r, std::move(renderer), r.stream);
 }
 

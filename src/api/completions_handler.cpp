@@ -56,32 +56,49 @@ class CompletionRenderer : public Renderer {
           model_(r.model),
           stream_(r.stream),
           usage_(r.include_usage),
+          continuous_(r.continuous_usage),
           echo_(r.echo),
+          echo_only_(r.max_tokens && *r.max_tokens == 0),
           want_lp_(r.top_logprobs >= 0),
           n_(static_cast<size_t>(r.n)),
           prompts_(std::move(prompts)),
           echo_text_(std::move(echo)),
-          choices_(prompts_.size() * n_) {}
+          choices_(prompts_.size() * n_) {
+        for (size_t i = 0; i < prompts_.size(); ++i)
+            last_usage_.prompt_tokens += static_cast<int64_t>(prompts_[i].size());
+    }
 
     bool start(const StreamWriter& w) override {
         for (size_t i = 0; i < choices_.size(); ++i) {
             Choice& c = choices_[i];
             if (!echo_) continue;
             c.text = echo_text_[i / n_];
-            if (want_lp_)
-                for (TokenId t : prompts_[i / n_]) c.lp.add(tok_, t, nullptr);
-            if (stream_ && !send(w, i, c.text, want_lp_ ? c.lp.take() : J(nullptr), nullptr))
-                return false;
+            // With logprobs the echo waits for the prompt's logprobs (the first event).
+            if (want_lp_) {
+                c.echo_pending = true;
+                continue;
+            }
+            if (stream_ && !send(w, i, c.text, J(nullptr), nullptr)) return false;
         }
         return true;
     }
 
     bool event(ChoiceEvent& e, const StreamWriter& w) override {
         Choice& c = choices_[e.choice];
+        last_usage_ = e.usage;
+        if (c.echo_pending) {
+            c.echo_pending = false;
+            add_prompt_logprobs(c, prompts_[e.choice / n_], e.prompt_logprobs);
+            if (stream_ && !send(w, e.choice, c.text, c.lp.take(), nullptr)) return false;
+        }
+        if (e.finished) c.reason = e.finish_reason;
+        if (echo_only_) {  // the one token generated for it is not part of the answer
+            if (!stream_ || !e.finished) return true;
+            return send(w, e.choice, "", want_lp_ ? c.lp.take() : J(nullptr), e.finish_reason);
+        }
         if (want_lp_)
             for (size_t k = 0; k < e.tokens.size(); ++k)
                 c.lp.add(tok_, e.tokens[k], k < e.logprobs.size() ? &e.logprobs[k] : nullptr);
-        if (e.finished) c.reason = e.finish_reason;
         if (!stream_) {
             c.text += e.delta.content;
             return true;
@@ -91,11 +108,12 @@ class CompletionRenderer : public Renderer {
     }
 
     bool finish(const Usage& u, const StreamWriter& w) override {
+        const J usage = usage_json(answered(u));
         if (stream_) {
             if (usage_) {
                 J c = base();
                 c["choices"] = J::array();
-                c["usage"] = usage_json(u);
+                c["usage"] = usage;
                 if (!w(sse_event(dump(c)))) return false;
             }
             return w(kSseDone);
@@ -107,7 +125,7 @@ class CompletionRenderer : public Renderer {
                                       {"text", choices_[i].text},
                                       {"logprobs", want_lp_ ? choices_[i].lp.json() : J(nullptr)},
                                       {"finish_reason", choices_[i].reason}});
-        out["usage"] = usage_json(u);
+        out["usage"] = usage;
         return w(dump(out));
     }
 
@@ -117,10 +135,26 @@ class CompletionRenderer : public Renderer {
 
   private:
     struct Choice {
-        std::string text;  // non-streaming
+        std::string text;  // non-streaming; the echo until it is sent when streaming
         LegacyLogprobs lp;
+        bool echo_pending = false;  // the echo waits for the prompt's logprobs
         const char* reason = "abort";
     };
+
+    // The prompt's tokens: the first has no logprob (null, as OpenAI), token k + 1 has
+    // prompt_lp[k] (null too if the engine sent none: the request ended before its prefill).
+    void add_prompt_logprobs(Choice& c, const std::vector<TokenId>& prompt,
+                             const std::vector<SampleResult>& prompt_lp) {
+        for (size_t k = 0; k < prompt.size(); ++k)
+            c.lp.add(tok_, prompt[k],
+                     k > 0 && k - 1 < prompt_lp.size() ? &prompt_lp[k - 1] : nullptr);
+    }
+
+    // The usage of what the answer holds: an echo alone generated nothing the client sees.
+    Usage answered(Usage u) const {
+        if (echo_only_) u.completion_tokens = 0;
+        return u;
+    }
 
     J base() const {
         return {
@@ -134,17 +168,18 @@ class CompletionRenderer : public Renderer {
                                    {"text", text},
                                    {"logprobs", std::move(logprobs)},
                                    {"finish_reason", reason ? J(reason) : J(nullptr)}}});
-        if (usage_) c["usage"] = nullptr;
+        if (usage_) c["usage"] = continuous_ ? usage_json(answered(last_usage_)) : J(nullptr);
         return w(sse_event(dump(c)));
     }
 
     const Tokenizer& tok_;
     std::string model_;
-    bool stream_, usage_, echo_, want_lp_;
+    bool stream_, usage_, continuous_, echo_, echo_only_, want_lp_;
     size_t n_;
     std::vector<std::vector<TokenId>> prompts_;
     std::vector<std::string> echo_text_;
     std::vector<Choice> choices_;
+    Usage last_usage_;  // the request's so far, for continuous_usage_stats
     std::string id_ = random_id("cmpl");
     int64_t created_ = unix_now();
 };
@@ -168,6 +203,10 @@ Reply completions(ServerState& state, std::string_view body) {
         if (ids.empty()) fail(400, "prompt", "the prompt encodes to no tokens");
         SamplingParams sp = sampling_params(state, r);
         fit_context(state, r, ids.size(), sp);
+        // max_tokens 0 (echo alone): the engine generates one token, which the answer leaves
+        // out (vLLM does the same).
+        if (sp.max_tokens == 0) sp.max_tokens = 1;
+        if (r.echo && r.top_logprobs >= 0) sp.prompt_logprobs = r.top_logprobs;
         if (r.test_output) {
             sp.forced_tokens = m.tokenizer->encode(*r.test_output, false);
             if (!m.eos_ids.empty()) sp.forced_tokens.push_back(m.eos_ids.front());

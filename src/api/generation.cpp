@@ -147,6 +147,7 @@ void Generation::process(size_t i, RequestOutput& out,
     piece.seq = i;
     s.usage.prompt_tokens = out.prompt_tokens;
     s.usage.cached_tokens = out.cached_tokens;
+    piece.prompt_logprobs = std::move(out.prompt_logprobs);
     if (!out.tokens.empty()) {
         if (!s.got_first) {
             state_.metrics().time_to_first_token(since(start_));
@@ -189,7 +190,9 @@ void Generation::process(size_t i, RequestOutput& out,
         if (!out.error.empty()) piece.error = out.error;
         s.usage.completion_tokens = std::min(s.usage.completion_tokens, out.completion_tokens);
     }
-    if (piece.finished || !piece.text.empty() || !piece.tokens.empty()) on_piece(piece);
+    if (piece.finished || !piece.text.empty() || !piece.tokens.empty() ||
+        !piece.prompt_logprobs.empty())
+        on_piece(piece);
 }
 
 void Generation::finish_cancelled(size_t i, const std::function<void(Piece&)>& on_piece) {

@@ -29,6 +29,7 @@ struct Piece {
     std::string text;
     std::vector<TokenId> tokens;
     std::vector<SampleResult> logprobs;
+    std::vector<SampleResult> prompt_logprobs;  // once, when asked: prompt tokens 1, 2, ...
     bool finished = false;
     const char* finish_reason = nullptr;  // "stop", "length", "abort" (set when finished)
     std::string stop_string;              // the stop string that ended the sequence, if one did

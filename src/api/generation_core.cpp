@@ -33,6 +33,7 @@ struct Run {
         e.choice = p.seq;
         e.tokens = std::move(p.tokens);
         e.logprobs = std::move(p.logprobs);
+        e.prompt_logprobs = std::move(p.prompt_logprobs);
         OutputParser* parser = parsers[p.seq].get();
         if (!parser) {
             e.delta.content = std::move(p.text);
@@ -56,6 +57,7 @@ struct Run {
                 "parses ({} characters of content); retry, or use tool_choice auto",
                 parser->result().content ? parser->result().content->size() : 0);
         e.cached_tokens = gen->usage(p.seq).cached_tokens;
+        e.usage = usage();
         return e;
     }
 

@@ -26,11 +26,13 @@ struct ChoiceEvent {
     OutputDelta delta;  // parsed text; without a parser all of it is content
     std::vector<TokenId> tokens;
     std::vector<SampleResult> logprobs;
+    std::vector<SampleResult> prompt_logprobs;  // once, when asked: prompt tokens 1, 2, ...
     bool finished = false;
     const char* finish_reason = nullptr;   // set when finished: "stop", "length", "abort"
     std::string stop_string;               // the stop string that ended it, if one did
     const ParsedOutput* parsed = nullptr;  // when finished and parsed: everything it produced
     int64_t cached_tokens = 0;             // its prompt tokens found in the prefix cache
+    Usage usage;                           // the request's so far (continuous_usage_stats)
 };
 
 // What an endpoint's parser hands the core.

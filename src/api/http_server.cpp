@@ -55,7 +55,7 @@ Reply metrics(ServerState& state, std::string_view) {
 Reply models(ServerState& state, std::string_view) {
     nlohmann::ordered_json m = {{"id", state.options().served_model_name},
                                 {"object", "model"},
-                                {"created", 0},
+                                {"created", state.started_at()},
                                 {"owned_by", "myriad"},
                                 {"root", state.options().served_model_name},
                                 {"max_model_len", state.ready() ? state.model().max_model_len : 0}};
@@ -77,6 +77,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/completions", completions, true},
     {"POST", "/tokenize", tokenize, true},
     {"POST", "/detokenize", detokenize, true},
+    {"GET", "/tokenizer_info", tokenizer_info, true},
     {"POST", "/v1/messages", anthropic_messages, true},
     {"POST", "/v1/messages/count_tokens", anthropic_count_tokens, true},
     {"POST", "/v1/responses", responses, true},

@@ -99,9 +99,12 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
             fail(400, "stream_options", "'stream_options' must be an object, got {}",
                  type_name(*so));
         g.include_usage = get_bool(*so, "include_usage", false);
+        g.continuous_usage = g.include_usage && get_bool(*so, "continuous_usage_stats", false);
     }
-    auto mt = get_int(o, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max());
-    if (!mt) mt = get_int(o, "max_tokens", 1, std::numeric_limits<int32_t>::max());
+    // Completions take max_tokens 0 with echo (checked with echo, parse_completion_request).
+    const int64_t least = chat ? 1 : 0;
+    auto mt = get_int(o, "max_completion_tokens", least, std::numeric_limits<int32_t>::max());
+    if (!mt) mt = get_int(o, "max_tokens", least, std::numeric_limits<int32_t>::max());
     g.max_tokens = mt;
     g.temperature = get_number(o, "temperature", 0, 2);
     g.top_p = get_number(o, "top_p", 0, 1);
@@ -375,6 +378,10 @@ CompletionRequest parse_completion_request(std::string_view body) {
     parse_generation(o, r, false);
     if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's completions default
     r.echo = get_bool(o, "echo", false);
+    if (*r.max_tokens == 0 && !r.echo)
+        fail(400, "max_tokens",
+             "'max_tokens' is 0, which generates nothing; it is allowed only with 'echo': true "
+             "(the prompt and, with 'logprobs', its tokens' logprobs); ask for at least 1 token");
     const J* p = field(o, "prompt");
     if (!p) fail(400, "prompt", "'prompt' is required");
     auto bad = [] {

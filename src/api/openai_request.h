@@ -19,8 +19,12 @@ namespace myriad::api {
 struct GenerationFields {
     std::string model;
     bool stream = false;
-    bool include_usage = false;         // stream_options.include_usage
-    std::optional<int64_t> max_tokens;  // max_completion_tokens or max_tokens
+    bool include_usage = false;  // stream_options.include_usage
+    // stream_options.continuous_usage_stats with include_usage: the usage so far in every chunk
+    // (vLLM's).
+    bool continuous_usage = false;
+    std::optional<int64_t> max_tokens;  // max_completion_tokens or max_tokens (0: completions'
+                                        // echo of the prompt alone)
     std::optional<double> temperature, top_p, min_p, repetition_penalty;
     std::optional<int64_t> top_k;
     double presence_penalty = 0, frequency_penalty = 0;
@@ -58,6 +62,9 @@ struct Prompt {
 
 struct CompletionRequest : GenerationFields {
     std::vector<Prompt> prompts;
+    // The prompt comes back before the completion; with logprobs, its tokens' logprobs too (the
+    // first token's null), and max_tokens may be 0 (the prompt alone: what lm-eval's
+    // loglikelihood requests need).
     bool echo = false;
 };
 

@@ -30,6 +30,14 @@ PromptRenderer::PromptRenderer(const std::string& dir, const std::string& model_
 
 PromptRenderer::~PromptRenderer() = default;
 
+std::string PromptRenderer::template_source() const {
+    return impl_->base.source();
+}
+
+const nlohmann::ordered_json& PromptRenderer::special_tokens() const {
+    return impl_->base.special_tokens();
+}
+
 std::string PromptRenderer::render(const ChatRequest& r) const {
     nlohmann::ordered_json request = {{"messages", r.messages},
                                       {"add_generation_prompt", r.add_generation_prompt},

@@ -20,6 +20,10 @@ class PromptRenderer {
     ~PromptRenderer();
     // Renders; a template error is an ApiError 400 naming 'messages'.
     std::string render(const ChatRequest& request) const;
+    // The chat template's source (the one for requests without tools) and its special tokens
+    // (bos_token, eos_token, ...: name -> text), for GET /tokenizer_info.
+    std::string template_source() const;
+    const nlohmann::ordered_json& special_tokens() const;
 
   private:
     struct Impl;

@@ -85,6 +85,8 @@ class ServerState {
     bool ready() const { return ready_.load(); }
     const LoadedServerModel& model() const { return model_; }
     double seconds_since_start() const;
+    // When the server started, in Unix seconds (`created` of GET /v1/models).
+    int64_t started_at() const { return started_at_; }
 
     // Admission of `seqs` (> 0) sequences, held until the guard is destroyed; an empty guard
     // (nothing taken) past max-num-seqs + max-queue.
@@ -112,6 +114,9 @@ class ServerState {
     std::atomic<int64_t> in_flight_{0};
     std::atomic<bool> draining_{false}, cancel_all_{false};
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    int64_t started_at_ = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
 };
 
 }  // namespace myriad::api

@@ -62,4 +62,31 @@ Reply detokenize(ServerState& state, std::string_view body) {
     return r;
 }
 
+Reply tokenizer_info(ServerState& state, std::string_view) {
+    const LoadedServerModel& m = state.model();
+    const Tokenizer& tok = *m.tokenizer;
+    J info = J::object();
+    // tokenizer_config.json's special tokens; BOS and EOS from the tokenizer where it has none.
+    const J& special = m.renderer->special_tokens();
+    for (const char* name : {"bos_token", "eos_token", "pad_token", "unk_token"}) {
+        if (special.contains(name) && special[name].is_string()) {
+            info[name] = special[name];
+            continue;
+        }
+        std::optional<TokenId> id;
+        if (std::string_view(name) == "bos_token") id = tok.bos_id();
+        if (std::string_view(name) == "eos_token")
+            id = m.eos_ids.empty() ? tok.eos_id() : std::optional<TokenId>(m.eos_ids.front());
+        const std::optional<std::string> text = id ? tok.id_to_token(*id) : std::nullopt;
+        info[name] = text ? J(*text) : J(nullptr);
+    }
+    const std::string chat_template = m.renderer->template_source();
+    info["chat_template"] = chat_template.empty() ? J(nullptr) : J(chat_template);
+    info["model_max_length"] = m.max_model_len;
+    info["vocab_size"] = tok.vocab_size();
+    Reply r;
+    r.body = dump(info);
+    return r;
+}
+
 }  // namespace myriad::api

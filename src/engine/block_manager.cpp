@@ -52,12 +52,13 @@ BlockId BlockManager::pop_free() {
     return id;
 }
 
-std::vector<BlockId> BlockManager::take_cached_prefix(const std::vector<TokenId>& tokens) {
+std::vector<BlockId> BlockManager::take_cached_prefix(const std::vector<TokenId>& tokens,
+                                                      int64_t limit) {
     std::vector<BlockId> out;
     if (!prefix_caching_) return out;
     const int64_t n = static_cast<int64_t>(tokens.size());
     // Full blocks only, and at least one token left to compute (its logits are needed).
-    const int64_t max_blocks = (n - 1) / block_size_;
+    const int64_t max_blocks = std::min((n - 1) / block_size_, limit / block_size_);
     uint64_t h = 0;
     for (int64_t i = 0; i < max_blocks; ++i) {
         const TokenId* t = tokens.data() + i * block_size_;

@@ -4,6 +4,7 @@
 // their prefill. Free blocks that still hold a cached prefix are evicted least recently used.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -27,8 +28,10 @@ public:
     }
 
     // Takes the cached blocks holding the longest prefix of `tokens` made of full blocks, leaving
-    // at least one token to compute. Returns their ids (each now referenced once more).
-    std::vector<BlockId> take_cached_prefix(const std::vector<TokenId>& tokens);
+    // at least one token to compute and covering at most `limit` tokens. Returns their ids (each
+    // now referenced once more).
+    std::vector<BlockId> take_cached_prefix(const std::vector<TokenId>& tokens,
+                                            int64_t limit = INT64_MAX);
     // Extends `table` with fresh blocks until it covers `tokens` tokens; false (and nothing
     // changed) when too few blocks are free.
     bool grow(std::vector<BlockId>& table, int64_t tokens);

@@ -42,8 +42,17 @@ void Engine::warm_up() {
     limits.kv_blocks = workers_.options().kv_blocks;
     limits.block_size = workers_.options().kv_block_size;
     limits.naive_context_tokens = workers_.options().model.naive_context_tokens;
-    const StepInput st = warm_up_step(limits);
+    StepInput st = warm_up_step(limits);
     if (st.seqs.empty()) return;
+    // And prompt logprobs over a prefill's rows (the lm_head pass they take is sized here too).
+    for (const SeqSlice& s : st.seqs)
+        if (s.q_len > 1) {
+            st.logprob_spans.push_back({s.q_begin, std::min(s.q_len - 1, kLogprobRowsPerPass)});
+            st.logprob_targets.assign(static_cast<size_t>(st.logprob_spans[0].n), 0);
+            st.logprob_top_n = kMaxTopLogprobs;
+            break;
+        }
+    LogprobRows logprobs;
     const int64_t tokens = st.num_tokens();
     int64_t decodes = 0, prefill_ctx = 0;
     for (const SeqSlice& s : st.seqs) {
@@ -68,11 +77,12 @@ void Engine::warm_up() {
     const auto start = std::chrono::steady_clock::now();
     try {
         workers_.step(st, logits.data(), workers_.backend_samples() ? &sampling : nullptr,
-                      tokens_out.data());
+                      tokens_out.data(), &logprobs);
     } catch (const std::exception& e) {
-        bad_input("the warm-up step ({} tokens in {} sequences, the largest this engine "
-                  "schedules) failed: {}; lower --max-num-batched-tokens or --max-num-seqs",
-                  tokens, st.seqs.size(), e.what());
+        bad_input(
+            "the warm-up step ({} tokens in {} sequences, the largest this engine "
+            "schedules) failed: {}; lower --max-num-batched-tokens or --max-num-seqs",
+            tokens, st.seqs.size(), e.what());
     }
     log::info(
         "warm-up: one step of {} tokens in {} sequences ({} decoding; {} prefilling {} "
@@ -124,7 +134,10 @@ std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt
     if (p.max_tokens < 1) bad_input("max_tokens {} must be at least 1", p.max_tokens);
     if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
         bad_input("min_tokens {} must be in [0, max_tokens]", p.min_tokens);
-    if (p.top_logprobs > 20) bad_input("top_logprobs {} must be at most 20", p.top_logprobs);
+    if (p.top_logprobs > kMaxTopLogprobs)
+        bad_input("top_logprobs {} must be at most {}", p.top_logprobs, kMaxTopLogprobs);
+    if (p.prompt_logprobs > kMaxTopLogprobs)
+        bad_input("prompt_logprobs {} must be at most {}", p.prompt_logprobs, kMaxTopLogprobs);
     for (const auto& [t, b] : p.logit_bias)
         if (t < 0 || t >= vocab) bad_input("logit_bias names token {} outside the vocabulary", t);
     for (TokenId t : p.stop_token_ids)
@@ -184,13 +197,14 @@ bool Engine::step() {
     stalled_ = false;
     if (batch.empty()) {
         if (config_.check_invariants) blocks_.check_invariants();
-        publish_stats(0, false);  // cancelled requests may have freed blocks
+        publish_stats(0, false);        // cancelled requests may have freed blocks
         stalled_ = !scheduler_.idle();  // every sequence left is paused
         return stalled_;
     }
 
     const int64_t bs = blocks_.block_size(), vocab = workers_.config().vocab_size;
     StepInput st;
+    std::vector<std::pair<Sequence*, int64_t>> logprob_seqs;  // prompt logprob rows per sequence
     for (const ScheduledSeq& s : batch) {
         Sequence& seq = *s.seq;
         SeqSlice slice;
@@ -203,6 +217,22 @@ bool Engine::step() {
             st.token_ids.push_back(seq.tokens[pos]);
             st.positions.push_back(static_cast<int32_t>(pos));
             st.slots.push_back(static_cast<int64_t>(seq.blocks[pos / bs]) * bs + pos % bs);
+        }
+        if (seq.wants_prompt_logprobs()) {
+            // Position p's logits give the logprob of prompt token p + 1; the prefix cache
+            // skipped no position still without one (cacheable_tokens).
+            const int64_t begin = std::max(seq.num_computed, seq.prompt_logprobs_done);
+            const int64_t end = std::min(seq.num_computed + s.num_tokens, seq.prompt_len - 1);
+            MYRIAD_CHECK(begin == seq.prompt_logprobs_done,
+                         "sequence {} computes from position {}, its prompt logprobs reach {}",
+                         seq.id, seq.num_computed, seq.prompt_logprobs_done);
+            if (begin < end) {
+                st.logprob_spans.push_back({slice.q_begin + begin - seq.num_computed, end - begin});
+                for (int64_t p = begin; p < end; ++p)
+                    st.logprob_targets.push_back(seq.tokens[p + 1]);
+                st.logprob_top_n = std::max(st.logprob_top_n, seq.params.prompt_logprobs);
+                logprob_seqs.emplace_back(&seq, end - begin);
+            }
         }
         if (s.sample)
             st.logit_rows.push_back(static_cast<int32_t>(slice.q_begin + s.num_tokens - 1));
@@ -232,8 +262,10 @@ bool Engine::step() {
         }
     }
     sampled_.assign(st.logit_rows.size(), -1);
+    LogprobRows prompt_lp;
     try {
-        workers_.step(st, logits_.data(), on_backend ? &sampling : nullptr, sampled_.data());
+        workers_.step(st, logits_.data(), on_backend ? &sampling : nullptr, sampled_.data(),
+                      &prompt_lp);
     } catch (const std::exception& e) {
         log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
                   batch.size());
@@ -243,6 +275,23 @@ bool Engine::step() {
             finish(s.seq, FinishReason::Error, std::move(out));
         }
         return true;
+    }
+
+    // Each sequence's prompt logprob rows, its own top N of the step's.
+    size_t lp_row = 0;
+    for (const auto& [seq, n] : logprob_seqs) {
+        const size_t top = static_cast<size_t>(seq->params.prompt_logprobs);
+        for (int64_t i = 0; i < n; ++i, ++lp_row) {
+            SampleResult r;
+            r.token = st.logprob_targets[lp_row];
+            r.logprob = prompt_lp.target[lp_row];
+            const size_t at = lp_row * static_cast<size_t>(prompt_lp.top_n);
+            for (size_t j = 0; j < top; ++j)
+                if (prompt_lp.top_ids[at + j] >= 0)
+                    r.top.push_back({prompt_lp.top_ids[at + j], prompt_lp.top[at + j]});
+            seq->prompt_logprobs.push_back(std::move(r));
+        }
+        seq->prompt_logprobs_done += n;
     }
 
     size_t row = 0;
@@ -268,6 +317,8 @@ bool Engine::step() {
         RequestOutput out;
         out.tokens = {r.token};
         if (seq.params.top_logprobs >= 0) out.logprobs = {r};
+        if (seq.num_output() == 1 && seq.params.prompt_logprobs >= 0)
+            out.prompt_logprobs = std::move(seq.prompt_logprobs);
         out.prompt_tokens = seq.prompt_len;
         out.cached_tokens = seq.cached_tokens;
         out.completion_tokens = seq.num_output();

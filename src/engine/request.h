@@ -20,6 +20,9 @@ const char* finish_reason_name(FinishReason r);
 struct RequestOutput {
     std::vector<TokenId> tokens;         // tokens new since the previous output
     std::vector<SampleResult> logprobs;  // one per token when logprobs were asked
+    // With the first token when prompt logprobs were asked: prompt tokens 1, 2, ... (the first
+    // has none), each with its logprob and the top N at its position.
+    std::vector<SampleResult> prompt_logprobs;
     bool finished = false;
     FinishReason reason = FinishReason::None;
     TokenId stop_token = -1;  // the stop token that ended it (also the last of `tokens`)

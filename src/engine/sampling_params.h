@@ -25,6 +25,10 @@ struct SamplingParams {
     int64_t max_tokens = 16;
     int64_t min_tokens = 0;     // stop tokens are masked until this many were generated
     int64_t top_logprobs = -1;  // -1: no logprobs; 0: the chosen token's only; N: and the top N
+    // The prompt's logprobs (vLLM's prompt_logprobs), sent with the first output: -1 none; 0 each
+    // prompt token's after the first; N also the top N at its position. The prefill then runs
+    // the lm_head over every prompt row, and the prefix cache skips no row still needed.
+    int64_t prompt_logprobs = -1;
     // Emitted as the first output tokens instead of sampled ones (logprobs still come from the
     // model); sampling takes over after them. Used to force a tool-call header (tool_choice) and
     // by the server's test facility that replays a given text.

@@ -61,7 +61,7 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
            static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
         Sequence* seq = waiting_.front().get();
         if (seq->blocks.empty()) {
-            seq->blocks = blocks_.take_cached_prefix(seq->tokens);
+            seq->blocks = blocks_.take_cached_prefix(seq->tokens, seq->cacheable_tokens());
             seq->num_computed = static_cast<int64_t>(seq->blocks.size()) * blocks_.block_size();
             if (!seq->admitted) seq->cached_tokens = std::min(seq->num_computed, seq->prompt_len);
         }

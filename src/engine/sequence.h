@@ -25,9 +25,22 @@ struct Sequence {
     uint64_t seed = 0;
     std::vector<TokenId> stop_ids;  // eos ids (unless ignore_eos) and the request's stop ids
     std::shared_ptr<RequestHandle> handle;
+    // Prompt logprobs: positions [0, prompt_logprobs_done) have given the logprob of the token
+    // after them (never recomputed after a preemption); their results wait in prompt_logprobs
+    // for the first output.
+    int64_t prompt_logprobs_done = 0;
+    std::vector<SampleResult> prompt_logprobs;
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
     int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+    bool wants_prompt_logprobs() const {
+        return params.prompt_logprobs >= 0 && prompt_logprobs_done < prompt_len - 1;
+    }
+    // Tokens a prefix-cache hit may cover: any, unless prompt logprobs still need rows; then
+    // only those whose logprobs were taken already (a hit skips its rows).
+    int64_t cacheable_tokens() const {
+        return wants_prompt_logprobs() ? prompt_logprobs_done : static_cast<int64_t>(tokens.size());
+    }
     std::vector<TokenId> prompt() const {
         return std::vector<TokenId>(tokens.begin(), tokens.begin() + prompt_len);
     }

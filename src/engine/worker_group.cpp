@@ -92,13 +92,14 @@ WorkerGroup::~WorkerGroup() {
 }
 
 void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling* sampling,
-                       int32_t* tokens) {
+                       int32_t* tokens, LogprobRows* logprobs) {
     MYRIAD_CHECK(!sampling || backend_samples_, "a StepSampling for workers that do not sample");
     std::unique_lock<std::mutex> lock(mutex_);
     step_ = &step;
     logits_ = logits;
     sampling_ = sampling;
     tokens_ = tokens;
+    logprobs_ = logprobs;
     done_ = 0;
     error_ = nullptr;
     ++generation_;
@@ -155,6 +156,7 @@ void WorkerGroup::run_worker(int rank) {
         float* logits;
         const StepSampling* sampling;
         int32_t* tokens;
+        LogprobRows* logprobs;
         {
             std::unique_lock<std::mutex> lock(mutex_);
             cv_.wait(lock, [&] { return generation_ != seen; });
@@ -164,13 +166,15 @@ void WorkerGroup::run_worker(int rank) {
             logits = logits_;
             sampling = sampling_;
             tokens = tokens_;
+            logprobs = logprobs_;
         }
         try {
             if (rank != 0) {
                 own_logits.resize(step->logit_rows.size() * config_.vocab_size);
                 logits = own_logits.data();
             }
-            model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens);
+            model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens,
+                           rank == 0 ? logprobs : nullptr);
             comm->check_step();  // a collective that gave up waiting on the device
         } catch (const std::exception& e) {
             {

@@ -63,9 +63,10 @@ public:
     bool backend_samples() const { return backend_samples_; }
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
     // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
-    // not marked host, and only the host rows' logits are written.
+    // not marked host, and only the host rows' logits are written. The results of the step's
+    // logprob spans (prompt logprobs) go to `logprobs`.
     void step(const StepInput& step, float* logits, const StepSampling* sampling = nullptr,
-              int32_t* tokens = nullptr);
+              int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr);
 
 private:
     void run_worker(int rank);
@@ -89,6 +90,7 @@ private:
     float* logits_ = nullptr;
     const StepSampling* sampling_ = nullptr;
     int32_t* tokens_ = nullptr;
+    LogprobRows* logprobs_ = nullptr;
     bool backend_samples_ = false;
     std::exception_ptr error_;
 };

@@ -1,5 +1,6 @@
 #include "model/deepseek_v3.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -55,20 +56,34 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
     MYRIAD_CHECK(row == t_count, "sequences cover {} of {} tokens", row, t_count);
     for (int32_t r : step.logit_rows)
         MYRIAD_CHECK(r >= 0 && r < t_count, "logit row {} outside {} tokens", r, t_count);
+    int64_t logprob_rows = 0;
+    for (const LogprobSpan& s : step.logprob_spans) {
+        MYRIAD_CHECK(s.row >= 0 && s.n >= 1 && s.row + s.n <= t_count,
+                     "logprob rows [{}, +{}) outside {} tokens", s.row, s.n, t_count);
+        logprob_rows += s.n;
+    }
+    MYRIAD_CHECK(logprob_rows == step.num_logprob_rows() && step.logprob_top_n >= 0 &&
+                     step.logprob_top_n <= kMaxTopLogprobs,
+                 "{} logprob rows with {} targets and top {}", logprob_rows,
+                 step.num_logprob_rows(), step.logprob_top_n);
+    for (TokenId id : step.logprob_targets)
+        MYRIAD_CHECK(id >= 0 && id < config_.vocab_size, "logprob target {} outside {} tokens", id,
+                     config_.vocab_size);
     for (TokenId id : step.token_ids)
         if (id < 0 || id >= config_.vocab_size)
             bad_input("token id {} is outside the vocabulary of {} tokens", id, config_.vocab_size);
 }
 
 void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits,
-                         const StepSampling* sampling, int32_t* tokens) {
+                         const StepSampling* sampling, int32_t* tokens, LogprobRows* logprobs) {
     check_step(step, cache);
     MYRIAD_CHECK(!sampling || (comm_.world() == 1 && ops_.samples() &&
                                sampling->rows.size() == step.logit_rows.size()),
                  "sampling on the backend needs one rank, a backend that samples, and a row per "
                  "logit row");
-    // Every rank replays its own graph; the collectives inside meet on the device.
-    if ((comm_.world() == 1 || comm_.graph_safe()) &&
+    // Every rank replays its own graph, the collectives inside meeting on the device. A recorded
+    // step ends at its logits: one with logprob rows runs op by op.
+    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() &&
         ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
         return;
     ops_.reset_scratch();
@@ -103,6 +118,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
             ops_.add(h, y);
     }
 
+    if (!step.logprob_spans.empty()) logprob_rows(step, h, logprobs);
     const int64_t n = static_cast<int64_t>(step.logit_rows.size());
     if (n == 0) return;
     Tensor last = ops_.scratch(DType::F32, {n, hidden});
@@ -126,8 +142,42 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     ops_.copy_to_host(gathered, logits);
 }
 
-void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache,
-                           const StepInput& step, Tensor x, Tensor out) {
+// A pass at a time: the final norm and lm_head of a few rows, the vocabulary slices gathered from
+// the ranks, and the log-softmax and top-N where the logits are (rank 0's device), so only the
+// numbers asked for come back.
+void DeepseekV3::logprob_rows(const StepInput& step, Tensor h, LogprobRows* out) {
+    const int64_t hidden = config_.hidden_size, world = comm_.world();
+    const int64_t shard = weights_.lm_head.rows, top_n = step.logprob_top_n;
+    const float eps = static_cast<float>(config_.rms_norm_eps);
+    const bool keep = comm_.rank() == 0 && out;
+    if (keep) out->resize(step.num_logprob_rows(), top_n);
+    int64_t done = 0;
+    for (const LogprobSpan& span : step.logprob_spans) {
+        for (int64_t b = 0; b < span.n; b += kLogprobRowsPerPass) {
+            const int64_t m = std::min(kLogprobRowsPerPass, span.n - b);
+            const ScratchMark mark = ops_.mark_scratch();
+            Tensor normed = ops_.scratch(DType::F32, {m, hidden});
+            ops_.rmsnorm(h.rows(span.row + b, span.row + b + m), weights_.final_norm, eps, normed);
+            Tensor part = ops_.scratch(DType::F32, {m, shard});
+            ops_.linear(normed, weights_.lm_head, part);
+            Tensor all = part.view({1, m, shard});
+            if (world > 1) {
+                all = ops_.scratch(DType::F32, {world, m, shard});
+                comm_.all_gather(part, all);
+            }
+            if (keep)
+                ops_.logprob_rows(all, config_.vocab_size, step.logprob_targets.data() + done,
+                                  top_n, out->target.data() + done,
+                                  out->top_ids.data() + done * top_n,
+                                  out->top.data() + done * top_n);
+            ops_.release_scratch(mark);
+            done += m;
+        }
+    }
+}
+
+void DeepseekV3::attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step,
+                           Tensor x, Tensor out) {
     const ModelConfig& c = config_;
     const int64_t t_count = x.dim(0), heads = local_heads_;
     const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dq = dn + dr;

@@ -58,9 +58,12 @@ public:
     // Runs one step over the flat batch and writes the logits of step.logit_rows, full
     // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank. With
     // `sampling` (one rank on a backend that samples(): Ops::sample), the backend chooses
-    // tokens[i] for the rows not marked host and only those rows' logits reach `logits`.
+    // tokens[i] for the rows not marked host and only those rows' logits reach `logits`. A step
+    // with logprob spans (prompt logprobs) writes their results to `logprobs` on rank 0 (other
+    // ranks take part in the gathers and may pass null).
     void forward(const StepInput& step, const KvCache& cache, float* logits,
-                 const StepSampling* sampling = nullptr, int32_t* tokens = nullptr);
+                 const StepSampling* sampling = nullptr, int32_t* tokens = nullptr,
+                 LogprobRows* logprobs = nullptr);
 
 private:
     void check_step(const StepInput& step, const KvCache& cache) const;
@@ -71,6 +74,8 @@ private:
     // The naive form for sequences [n_absorbed_, ...) of the step, the calls of naive_calls_.
     void naive_attention(const AttentionWeights& a, const KvLayerView& cache, const StepInput& step,
                          Tensor q, Tensor o);
+    // The step's logprob spans from the final hidden states h [T, hidden].
+    void logprob_rows(const StepInput& step, Tensor h, LogprobRows* out);
     void mlp(const MlpWeights& w, Tensor x, Tensor out);
     void moe(int64_t layer, const LayerWeights& w, Tensor x, Tensor out);
     void observe_route(int64_t layer, const LayerWeights& w, const RouterParams& p, Tensor x,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/logprob_rows.h"
 #include "ops/step_input.h"
 #include "ops/step_sampling.h"
 #include "ops/weight.h"
@@ -116,6 +117,21 @@ public:
         (void)sampling;
         (void)tokens;
         (void)host_logits;
+    }
+
+    // ---- logprobs at chosen rows (prompt logprobs) ----
+    // For each row i of `logits` [slices, n, shard] (the vocabulary in slices of `shard`
+    // columns, as the tensor-parallel ranks gather it; columns from `vocab` on are ignored):
+    // the logprob of targets[i] and the top_n tokens with theirs, written to host memory with
+    // the arithmetic of logprob_rows_host (ops/logprob_rows.h). By default the logits are copied
+    // to the host and computed there; a device computes them where they are and sends back only
+    // those numbers.
+    virtual void logprob_rows(Tensor logits, int64_t vocab, const TokenId* targets, int64_t top_n,
+                              float* target, TokenId* top_ids, float* top) {
+        std::vector<float> host(static_cast<size_t>(logits.numel()));
+        copy_to_host(logits, host.data());
+        logprob_rows_host(host.data(), logits.dim(0), logits.dim(1), logits.dim(2), vocab, targets,
+                          top_n, target, top_ids, top);
     }
 
     // out[t] = table[id_t - vocab_begin] when this rank holds that row, else 0.

@@ -16,6 +16,11 @@ struct SeqSlice {
     std::vector<BlockId> block_table;  // KV blocks holding positions [0, ctx_len)
 };
 
+// Rows [row, row + n) of the batch whose log-softmax is wanted (prompt logprobs).
+struct LogprobSpan {
+    int64_t row = 0, n = 0;
+};
+
 struct StepInput {
     std::vector<TokenId> token_ids;  // [T]
     std::vector<int32_t> positions;  // [T]; a sequence's new tokens are positions ctx-q_len..ctx-1
@@ -23,6 +28,12 @@ struct StepInput {
     // Sequences whose q_len == 1 come first (decode); the rest follow (prefill chunks).
     std::vector<SeqSlice> seqs;
     std::vector<int32_t> logit_rows;  // rows of the batch whose logits are wanted
+    // Rows whose logprobs are wanted (ops/logprob_rows.h): for each row of the spans, in order,
+    // the logprob of logprob_targets[i] and the top logprob_top_n tokens. Most steps have none.
+    std::vector<LogprobSpan> logprob_spans;
+    std::vector<TokenId> logprob_targets;
+    int64_t logprob_top_n = 0;
+    int64_t num_logprob_rows() const { return static_cast<int64_t>(logprob_targets.size()); }
     int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
 };
 

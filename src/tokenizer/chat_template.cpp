@@ -62,6 +62,7 @@ void ChatTemplate::add(std::string name, std::string source, std::string origin)
     Named n;
     n.name = std::move(name);
     n.origin = std::move(origin);
+    n.source = source;
     try {
         n.tmpl = std::make_shared<const jinja::Template>(source);
         n.reads_tool_declarations = reads_variable(source, kToolsTsVariable);
@@ -157,6 +158,13 @@ std::vector<std::string> ChatTemplate::names() const {
     std::vector<std::string> out;
     for (const auto& n : templates_) out.push_back(n.name);
     return out;
+}
+
+std::string ChatTemplate::source() const {
+    if (templates_.size() == 1) return templates_[0].source;
+    for (const auto& n : templates_)
+        if (n.name == "default") return n.source;
+    return "";
 }
 
 const ChatTemplate::Named& ChatTemplate::select(bool has_tools) const {

@@ -48,11 +48,15 @@ class ChatTemplate {
     const nlohmann::ordered_json& special_tokens() const { return special_tokens_; }
     // Names of the templates ("default", "tool_use", ...).
     std::vector<std::string> names() const;
+    // The source of the template a request without tools renders with; empty when the folder
+    // has several and none is named "default".
+    std::string source() const;
 
   private:
     struct Named {
         std::string name;
         std::string origin;  // for messages: the file (and entry) it came from
+        std::string source;
         std::shared_ptr<const jinja::Template> tmpl;
         std::string error;  // a syntax error, raised when this template is used
         // Reads `tools_ts_str`: Kimi-K2.5's tokenizer behaviour (tool_declarations_prompt.h).

@@ -84,6 +84,8 @@ class CudaOps final : public Ops {
     bool samples() const override { return true; }
     void sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
                 float* host_logits) override;
+    void logprob_rows(Tensor logits, int64_t vocab, const TokenId* targets, int64_t top_n,
+                      float* target, TokenId* top_ids, float* top) override;
     void embed(const Weight& table, int64_t vocab_begin, Tensor out) override;
     void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
     void linear(Tensor x, const Weight& w, Tensor out) override;
@@ -244,6 +246,8 @@ class CudaOps final : public Ops {
     // tokens of its context): they go up through a buffer of kEditPiece, a piece at a time.
     static constexpr size_t kEditPiece = size_t{1} << 18;
     DeviceBuffer sample_meta_, sample_edits_, sample_rows_, sample_tokens_, sample_ws_;
+    // logprob_rows' targets and results (sized by the warm-up's pass of kLogprobRowsPerPass).
+    DeviceBuffer logprob_io_;
     // A buffer of at least `bytes` (regrown, contents dropped).
     static void* ensure(DeviceBuffer& b, size_t bytes);
     std::map<int64_t, int> seen_;  // decode steps run per key before capture

@@ -285,4 +285,11 @@ cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* row
                           const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
                           cudaStream_t s);
 
+// Prompt logprobs (logprob_kernels.cu; the arithmetic of ops/logprob_rows.h): for each of the n
+// rows of logits [slices, n, shard] (columns from vocab on ignored), target[i] the logprob of
+// targets[i], and top_ids / top [n, top_n] (top_n at most 20) its best tokens and theirs.
+void logprob_rows(const float* logits, int64_t slices, int64_t n, int64_t shard, int64_t vocab,
+                  const int32_t* targets, int64_t top_n, float* target, int32_t* top_ids,
+                  float* top, cudaStream_t s);
+
 }  // namespace myriad::cuda
