@@ -7,6 +7,7 @@
 #include "api/openai_request.h"
 #include "api/response_common.h"
 #include "api/sse.h"
+#include "api/structured_output.h"
 
 namespace myriad::api {
 
@@ -156,6 +157,9 @@ Reply completions(ServerState& state, std::string_view body) {
     check_model(state, r.model);
     check_test_output(state, r);
     const LoadedServerModel& m = state.model();
+    // response_format: the completion is the JSON document (no reasoning, no tools here).
+    const std::shared_ptr<const OutputConstraint> constraint =
+        format_constraint(state, r.response_format);
     Prepared p;
     std::vector<std::vector<TokenId>> prompts;
     std::vector<std::string> echo;
@@ -168,6 +172,7 @@ Reply completions(ServerState& state, std::string_view body) {
         if (ids.empty()) fail(400, "prompt", "the prompt encodes to no tokens");
         SamplingParams sp = sampling_params(state, r);
         fit_context(state, r, ids.size(), sp);
+        sp.constraint = constraint;
         if (r.test_output) {
             sp.forced_tokens = m.tokenizer->encode(*r.test_output, false);
             if (!m.eos_ids.empty()) sp.forced_tokens.push_back(m.eos_ids.front());

@@ -17,6 +17,10 @@
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
+namespace myriad::grammar {
+class Vocabulary;
+}
+
 namespace myriad::api {
 
 class PromptRenderer;
@@ -83,6 +87,8 @@ class ServerState {
     void set_ready(LoadedServerModel model);
     bool ready() const { return ready_.load(); }
     const LoadedServerModel& model() const { return model_; }
+    // The model's vocabulary as structured output's grammars see it, built on first use.
+    std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary() const;
     double seconds_since_start() const;
 
     // Admission of `seqs` (> 0) sequences, held until the guard is destroyed; an empty guard
@@ -108,6 +114,7 @@ class ServerState {
     std::string phase_ = "starting";
     std::atomic<bool> ready_{false};
     LoadedServerModel model_;
+    mutable std::shared_ptr<const grammar::Vocabulary> grammar_vocab_;
     std::atomic<int64_t> in_flight_{0};
     std::atomic<bool> draining_{false}, cancel_all_{false};
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 
 #include "engine/request.h"
 #include "engine/sampling_params.h"
+#include "engine/token_processor.h"
 
 namespace myriad {
 
@@ -25,6 +26,7 @@ struct Sequence {
     uint64_t seed = 0;
     std::vector<TokenId> stop_ids;  // eos ids (unless ignore_eos) and the request's stop ids
     std::shared_ptr<RequestHandle> handle;
+    TokenProcessor processor;  // forced tokens and structured output for its next token
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
     int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
