@@ -21,9 +21,9 @@ struct SamplingOutcome {
 // tokens (rows the engine samples on the host); top_k 1; then structured output (kinds from
 // kFirstConstrainedKind on): greedy, sampled with top-k/top-p and penalties, sampled after a
 // reasoning gate, and with logprobs (a host row), each held to constrained_schema_grammar() over
-// synthetic_vocabulary(). All seeded: 16 kinds, at most 20 tokens each (48 constrained).
+// synthetic_vocabulary(). All seeded: 17 kinds, at most 20 tokens each (48 constrained).
 std::vector<SamplingParams> request_kinds();
-constexpr size_t kFirstConstrainedKind = 12;
+constexpr size_t kFirstConstrainedKind = 13;
 // The golden model's 320 ids as bytes: printable ASCII, then pairs of JSON characters; ids
 // kThinkOpen and kThinkClose are markers with no bytes.
 std::shared_ptr<const grammar::Vocabulary> synthetic_vocabulary();

@@ -129,10 +129,10 @@ TEST(TokenProcessor, PromptInReasoningAndTheTrigger) {
 
 TEST(TokenProcessor, ForcedTokensTheGrammarRefusesLiftIt) {
     SamplingParams p = constrained(R"({"type": "boolean"})");
-    p.forced_tokens = {id('x')};
+    p.forced_tokens = {id('a')};
     TokenProcessor t(p);
-    EXPECT_EQ(t.forced(0), id('x'));
-    EXPECT_EQ(t.accept(id('x'), 0), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.forced(0), id('a'));
+    EXPECT_EQ(t.accept(id('a'), 0), TokenProcessor::Verdict::Continue);
     EXPECT_FALSE(t.masks_next(100));
 }
 

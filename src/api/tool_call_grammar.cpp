@@ -4,6 +4,7 @@
 #include "api/tool_call_grammar.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "grammar/grammar_cache.h"
 #include "grammar/json_schema.h"
@@ -71,6 +72,9 @@ std::shared_ptr<const grammar::Grammar> tool_call_grammar(const ToolCallSyntax& 
                 t["function"]["parameters"].is_object())
                 schema = t["function"]["parameters"];
             try {
+                // Compiled alone first (cached): its own checks, such as recursion that
+                // consumes nothing, then name this tool.
+                grammar::compile_json_schema(schema);
                 tools.push_back({name, grammar::add_json_schema(b, schema)});
             } catch (const Error& e) {
                 if (e.kind() != ErrorKind::BadInput) throw;

@@ -21,6 +21,7 @@ TokenProcessor::TokenProcessor(const SamplingParams& p)
         phase_ = Phase::Start;
 }
 
+TokenProcessor::TokenProcessor() = default;
 TokenProcessor::TokenProcessor(TokenProcessor&&) noexcept = default;
 TokenProcessor& TokenProcessor::operator=(TokenProcessor&&) noexcept = default;
 TokenProcessor::~TokenProcessor() = default;

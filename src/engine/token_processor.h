@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "engine/sampling_params.h"
 
@@ -24,7 +25,7 @@ class Matcher;
 
 class TokenProcessor {
   public:
-    TokenProcessor() = default;
+    TokenProcessor();
     explicit TokenProcessor(const SamplingParams& params);
     TokenProcessor(TokenProcessor&&) noexcept;
     TokenProcessor& operator=(TokenProcessor&&) noexcept;
