@@ -23,10 +23,12 @@ void ServerState::set_ready(LoadedServerModel model) {
     ready_ = true;  // publishes model_ to the handler threads
 }
 
-std::shared_ptr<const grammar::Vocabulary> ServerState::grammar_vocabulary() const {
+std::shared_ptr<const grammar::Vocabulary> ServerState::grammar_vocabulary(
+    const std::vector<TokenId>& markers) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!grammar_vocab_)
-        grammar_vocab_ = grammar::Vocabulary::from_tokenizer(*model_.tokenizer, model_.eos_ids);
+        grammar_vocab_ =
+            grammar::Vocabulary::from_tokenizer(*model_.tokenizer, model_.eos_ids, markers);
     return grammar_vocab_;
 }
 

@@ -87,8 +87,10 @@ class ServerState {
     void set_ready(LoadedServerModel model);
     bool ready() const { return ready_.load(); }
     const LoadedServerModel& model() const { return model_; }
-    // The model's vocabulary as structured output's grammars see it, built on first use.
-    std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary() const;
+    // The model's vocabulary as structured output's grammars see it, built on first use with
+    // `markers` spelled as special tokens (api/structured_output.h: always the same list).
+    std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(
+        const std::vector<TokenId>& markers) const;
     double seconds_since_start() const;
 
     // Admission of `seqs` (> 0) sequences, held until the guard is destroyed; an empty guard

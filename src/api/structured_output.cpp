@@ -1,6 +1,7 @@
 #include "api/structured_output.h"
 
 #include "api/api_error.h"
+#include "api/generation_core.h"
 #include "api/tool_call_grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/vocabulary.h"
@@ -28,11 +29,24 @@ std::shared_ptr<const grammar::Grammar> format_grammar(const ResponseFormat& f) 
     }
 }
 
+// The added tokens the model writes as syntax: the tool-call markers of the server's parser and
+// the reasoning tags, each where it is one token.
+std::vector<TokenId> marker_ids(const ServerState& state) {
+    const Tokenizer& tok = *state.model().tokenizer;
+    std::vector<std::string_view> texts = {"<think>", "</think>"};
+    if (const ToolCallSyntax* s = find_tool_call_syntax(tool_parser_name(state.options())))
+        for (const MarkerSpelling& m : s->markers) texts.push_back(m.text);
+    std::vector<TokenId> ids;
+    for (std::string_view t : texts)
+        if (TokenId id = single_token(tok, t); id >= 0) ids.push_back(id);
+    return ids;
+}
+
 std::shared_ptr<OutputConstraint> make(const ServerState& state,
                                        std::shared_ptr<const grammar::Grammar> g) {
     auto c = std::make_shared<OutputConstraint>();
     c->grammar = std::move(g);
-    c->vocab = state.grammar_vocabulary();
+    c->vocab = state.grammar_vocabulary(marker_ids(state));
     return c;
 }
 
@@ -61,7 +75,7 @@ std::shared_ptr<const OutputConstraint> output_constraint(const ServerState& sta
         spec.first_index = first_call_index;
         spec.parallel = r.parallel_tool_calls;
         try {
-            c = make(state, tool_call_grammar(*syntax, tok, spec));
+            c = make(state, tool_call_grammar(*syntax, tok, marker_ids(state), spec));
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::BadInput) throw;
             fail(400, "tools", "{}", e.what());
@@ -85,7 +99,7 @@ std::shared_ptr<const OutputConstraint> output_constraint(const ServerState& sta
         spec.parallel = r.parallel_tool_calls;
         spec.with_section_begin = false;
         try {
-            c = make(state, tool_call_grammar(*syntax, tok, spec));
+            c = make(state, tool_call_grammar(*syntax, tok, marker_ids(state), spec));
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::BadInput) throw;
             fail(400, "tools", "{}", e.what());

@@ -23,22 +23,30 @@ bool listed(const std::vector<std::string>& names, const std::string& n) {
     return std::find(names.begin(), names.end(), n) != names.end();
 }
 
-std::vector<Element> literal(GrammarBuilder& b, const Tokenizer& tok, std::string_view text) {
-    return b.literal(grammar_text(tok, text));
+bool listed_id(const std::vector<TokenId>& ids, TokenId id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+std::vector<Element> literal(GrammarBuilder& b, const Tokenizer& tok,
+                             const std::vector<TokenId>& markers, std::string_view text) {
+    return b.literal(grammar_text(tok, markers, text));
 }
 
 }  // namespace
 
-std::string grammar_text(const Tokenizer& tok, std::string_view text) {
+std::string grammar_text(const Tokenizer& tok, const std::vector<TokenId>& markers,
+                         std::string_view text) {
     std::string out;
     for (TokenId id : tok.encode(text, false))
-        out +=
-            tok.is_special(id) ? grammar::Vocabulary::special_token_bytes(id) : tok.token_bytes(id);
+        out += tok.is_special(id) || listed_id(markers, id)
+                   ? grammar::Vocabulary::special_token_bytes(id)
+                   : tok.token_bytes(id);
     return out;
 }
 
 std::shared_ptr<const grammar::Grammar> tool_call_grammar(const ToolCallSyntax& syntax,
                                                           const Tokenizer& tok,
+                                                          const std::vector<TokenId>& markers,
                                                           const ToolCallGrammarSpec& spec) {
     // The key: everything the grammar depends on, the tools' schemas in their canonical text.
     J key = {{"syntax", std::string(syntax.section_begin) + syntax.call_prefix("N", 7) +
@@ -89,18 +97,19 @@ std::shared_ptr<const grammar::Grammar> tool_call_grammar(const ToolCallSyntax& 
             std::vector<std::vector<Element>> alts;
             for (const Tool& t : tools) {
                 std::vector<Element> seq =
-                    literal(b, tok, syntax.call_prefix(t.name, spec.first_index + k));
+                    literal(b, tok, markers, syntax.call_prefix(t.name, spec.first_index + k));
                 seq.push_back(t.args);
-                for (const Element& e : literal(b, tok, syntax.call_suffix)) seq.push_back(e);
+                for (const Element& e : literal(b, tok, markers, syntax.call_suffix))
+                    seq.push_back(e);
                 alts.push_back(std::move(seq));
             }
             Element call = b.choice(std::move(alts));
             rest = rest ? b.group({call, b.optional(*rest)}) : call;
         }
         std::vector<Element> root;
-        if (spec.with_section_begin) root = literal(b, tok, syntax.section_begin);
+        if (spec.with_section_begin) root = literal(b, tok, markers, syntax.section_begin);
         root.push_back(*rest);
-        for (const Element& e : literal(b, tok, syntax.section_end)) root.push_back(e);
+        for (const Element& e : literal(b, tok, markers, syntax.section_end)) root.push_back(e);
         const grammar::RuleId r = b.new_rule();
         b.add_alt(r, std::move(root));
         return std::make_shared<const grammar::Grammar>(std::move(b), r, "the tool-call section");

@@ -34,12 +34,15 @@ struct ToolCallGrammarSpec {
 constexpr int kMaxConstrainedCalls = 8;
 
 // A BadInput error naming the tool and the schema keyword for a schema the grammar cannot hold.
+// `markers`: the tokens spelled as special (grammar/vocabulary.h), as in the vocabulary.
 std::shared_ptr<const grammar::Grammar> tool_call_grammar(const ToolCallSyntax& syntax,
                                                           const Tokenizer& tokenizer,
+                                                          const std::vector<TokenId>& markers,
                                                           const ToolCallGrammarSpec& spec);
 
-// `text` as the grammar sees the model's output: special tokens as Vocabulary's spelling of
-// them, the rest as its bytes.
-std::string grammar_text(const Tokenizer& tokenizer, std::string_view text);
+// `text` as the grammar sees the model's output: special tokens and markers as Vocabulary's
+// spelling of them, the rest as its bytes.
+std::string grammar_text(const Tokenizer& tokenizer, const std::vector<TokenId>& markers,
+                         std::string_view text);
 
 }  // namespace myriad::api

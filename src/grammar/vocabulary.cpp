@@ -81,11 +81,12 @@ std::string Vocabulary::special_token_bytes(TokenId id) {
 }
 
 std::shared_ptr<const Vocabulary> Vocabulary::from_tokenizer(const Tokenizer& tok,
-                                                             std::vector<TokenId> extra_eos) {
+                                                             std::vector<TokenId> extra_eos,
+                                                             const std::vector<TokenId>& markers) {
     std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
     for (size_t i = 0; i < bytes.size(); ++i) {
         TokenId id = static_cast<TokenId>(i);
-        if (tok.is_special(id))
+        if (tok.is_special(id) || std::find(markers.begin(), markers.end(), id) != markers.end())
             bytes[i] = special_token_bytes(id);
         else if (std::string b = tok.token_bytes(id); b.find('\xff') == std::string::npos)
             bytes[i] = std::move(b);

@@ -145,10 +145,12 @@ TEST(GrammarCache, TheSameSchemaCompilesOnce) {
 
 TEST(GrammarVocabulary, SpecialTokensOnlyWhereTheGrammarSpellsThem) {
     auto tok = myriad::Tokenizer::load(std::string(MYRIAD_TOKENIZER_DIR) + "/deepseek_v3");
-    auto v = Vocabulary::from_tokenizer(*tok);
     const auto section = tok->encode("<｜tool▁calls▁begin｜>", false);
     ASSERT_EQ(section.size(), 1u);
-    ASSERT_TRUE(tok->is_special(section[0]));
+    // An added token, not a special one: as text, unless the caller names it a marker.
+    ASSERT_FALSE(tok->is_special(section[0]));
+    EXPECT_EQ(Vocabulary::from_tokenizer(*tok)->bytes(section[0]), "<｜tool▁calls▁begin｜>");
+    auto v = Vocabulary::from_tokenizer(*tok, {}, {section[0]});
     EXPECT_EQ(v->bytes(section[0]), Vocabulary::special_token_bytes(section[0]));
     // A JSON document never admits it; a grammar holding its spelling admits it there only.
     std::vector<uint32_t> mask(v->mask_words());
