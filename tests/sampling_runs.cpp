@@ -3,9 +3,33 @@
 #include <gtest/gtest.h>
 
 #include "golden_reference.h"
+#include "grammar/json_schema.h"
 #include "model_runner.h"
 
 namespace myriad::testing {
+
+std::shared_ptr<const grammar::Vocabulary> synthetic_vocabulary() {
+    static const auto vocab = [] {
+        std::vector<std::string> bytes;
+        for (char c = ' '; c <= '~'; ++c) bytes.emplace_back(1, c);
+        const std::string chars = "{}[]\":,0123456789abcdefgh";
+        for (char a : chars)
+            for (char b : chars)
+                if (bytes.size() < 318) bytes.push_back(std::string{a, b});
+        bytes.resize(320);  // kThinkOpen, kThinkClose: no bytes
+        return std::make_shared<const grammar::Vocabulary>(std::move(bytes),
+                                                           std::vector<grammar::TokenId>{});
+    }();
+    return vocab;
+}
+
+std::shared_ptr<const grammar::Grammar> constrained_schema_grammar() {
+    return grammar::compile_json_schema_text(
+        R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": -50},
+            "s": {"type": "string", "maxLength": 6}, "k": {"enum": ["ab", "c9", [1, 2]]},
+            "xs": {"type": "array", "items": {"type": "boolean"}, "maxItems": 3}},
+            "required": ["n", "s", "k"], "additionalProperties": false})");
+}
 
 std::vector<SamplingParams> request_kinds() {
     std::vector<SamplingParams> kinds;
@@ -17,8 +41,8 @@ std::vector<SamplingParams> request_kinds() {
         p.seed = 7;
         return p;
     };
-    kinds.push_back(base(0));                    // greedy
-    kinds.push_back(base(1.0));                  // plain temperature
+    kinds.push_back(base(0));    // greedy
+    kinds.push_back(base(1.0));  // plain temperature
     kinds.push_back(base(0.6));
     kinds.back().top_p = 0.9;
     kinds.push_back(base(1.3));
@@ -47,6 +71,29 @@ std::vector<SamplingParams> request_kinds() {
     kinds.back().forced_tokens = {17, 18, 19};
     kinds.push_back(base(1.0));  // top_k 1 is greedy
     kinds.back().top_k = 1;
+    auto constrained = [&](double t) {
+        kinds.push_back(base(t));
+        kinds.back().max_tokens = 48;  // room for the shortest document, 23 bytes
+    };
+    auto constraint = std::make_shared<OutputConstraint>();
+    constraint->grammar = constrained_schema_grammar();
+    constraint->vocab = synthetic_vocabulary();
+    constrained(0);  // structured output: greedy
+    kinds.back().constraint = constraint;
+    constrained(1.2);  // sampled, cut by top-k and top-p, penalised
+    kinds.back().constraint = constraint;
+    kinds.back().top_k = 30;
+    kinds.back().top_p = 0.95;
+    kinds.back().frequency_penalty = 0.5;
+    auto gated = std::make_shared<OutputConstraint>(*constraint);
+    gated->think_open = kThinkOpen;
+    gated->think_close = kThinkClose;
+    constrained(1.0);  // the grammar after a reasoning gate (closed in time)
+    kinds.back().constraint = gated;
+    kinds.back().logit_bias = {{kThinkOpen, 8.0f}};
+    constrained(0.8);  // with logprobs: the mask on a host row
+    kinds.back().constraint = constraint;
+    kinds.back().top_logprobs = 2;
     return kinds;
 }
 
@@ -63,9 +110,9 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     wo.device = device;
     wo.sampling = mode;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
-    EXPECT_EQ(m.workers->backend_samples(),
-              mode == BackendSampling::On ||
-                  (mode == BackendSampling::Auto && device == Device::Cuda));
+    EXPECT_EQ(
+        m.workers->backend_samples(),
+        mode == BackendSampling::On || (mode == BackendSampling::Auto && device == Device::Cuda));
     EngineConfig ec;
     ec.check_invariants = true;
     ec.warm_up = warm;

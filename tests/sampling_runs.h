@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar.h"
+#include "grammar/vocabulary.h"
 
 namespace myriad::testing {
 
@@ -16,8 +18,17 @@ struct SamplingOutcome {
 
 // Greedy; temperature with top-k, top-p, min-p and their mix; repetition, presence and frequency
 // penalties; logit bias (a token twice); stop ids masked until min_tokens; logprobs and forced
-// tokens (rows the engine samples on the host); top_k 1. All seeded: 12 kinds, 20 tokens each.
+// tokens (rows the engine samples on the host); top_k 1; then structured output (kinds from
+// kFirstConstrainedKind on): greedy, sampled with top-k/top-p and penalties, sampled after a
+// reasoning gate, and with logprobs (a host row), each held to constrained_schema_grammar() over
+// synthetic_vocabulary(). All seeded: 17 kinds, at most 20 tokens each (48 constrained).
 std::vector<SamplingParams> request_kinds();
+constexpr size_t kFirstConstrainedKind = 13;
+// The golden model's 320 ids as bytes: printable ASCII, then pairs of JSON characters; ids
+// kThinkOpen and kThinkClose are markers with no bytes.
+std::shared_ptr<const grammar::Vocabulary> synthetic_vocabulary();
+std::shared_ptr<const grammar::Grammar> constrained_schema_grammar();
+constexpr TokenId kThinkOpen = 318, kThinkClose = 319;
 
 // One engine (one rank on `device`, sampling `mode`, warm-up `warm`) running every kind at once,
 // kind i on the golden prompt i % (their number); the outcomes in kind order.

@@ -178,6 +178,11 @@ void convert_tools(const J& o, ChatRequest& r) {
                 fn["description"] = *d;
             }
             fn["parameters"] = *schema;
+            if (const J* strict = field(t, "strict")) {
+                if (!strict->is_boolean())
+                    fail(400, w + ".strict", "'{}.strict' must be a boolean", w);
+                if (strict->get<bool>()) r.strict_tools.push_back(name->get<std::string>());
+            }
             tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
         }
         if (!tools.empty()) r.tools = std::move(tools);
@@ -255,6 +260,15 @@ ChatRequest parse_anthropic_request(std::string_view body, bool count_only) {
     for (size_t i = 0; i < ms->size(); ++i) convert_message((*ms)[i], i, messages);
     r.messages = std::move(messages);
     convert_tools(o, r);
+    // Structured output: output_config.format (and the beta's output_format), a json_schema.
+    r.response_format = {};
+    if (const J* oc = field(o, "output_config")) {
+        if (!oc->is_object()) fail(400, "output_config", "'output_config' must be an object");
+        if (const J* f = field(*oc, "format"))
+            r.response_format = parse_response_format(*f, "output_config.format");
+    } else if (const J* f = field(o, "output_format")) {
+        r.response_format = parse_response_format(*f, "output_format");
+    }
     if (const J* t = field(o, "thinking")) {
         if (!t->is_object() || !t->contains("type") || !(*t)["type"].is_string())
             fail(400, "thinking",

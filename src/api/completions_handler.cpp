@@ -7,6 +7,7 @@
 #include "api/openai_request.h"
 #include "api/response_common.h"
 #include "api/sse.h"
+#include "api/structured_output.h"
 
 namespace myriad::api {
 
@@ -191,6 +192,9 @@ Reply completions(ServerState& state, std::string_view body) {
     check_model(state, r.model);
     check_test_output(state, r);
     const LoadedServerModel& m = state.model();
+    // response_format: the completion is the JSON document (no reasoning, no tools here).
+    const std::shared_ptr<const OutputConstraint> constraint =
+        format_constraint(state, r.response_format);
     Prepared p;
     std::vector<std::vector<TokenId>> prompts;
     std::vector<std::string> echo;
@@ -207,6 +211,7 @@ Reply completions(ServerState& state, std::string_view body) {
         // out (vLLM does the same).
         if (sp.max_tokens == 0) sp.max_tokens = 1;
         if (r.echo && r.top_logprobs >= 0) sp.prompt_logprobs = r.top_logprobs;
+        sp.constraint = constraint;
         if (r.test_output) {
             sp.forced_tokens = m.tokenizer->encode(*r.test_output, false);
             if (!m.eos_ids.empty()) sp.forced_tokens.push_back(m.eos_ids.front());

@@ -137,6 +137,8 @@ const ToolCallSyntax& deepseek_v3_tool_call_syntax() {
                 return fmt::format("<｜tool▁call▁begin｜>function<｜tool▁sep｜>{}\n```json\n",
                                    name);
             },
+        .call_suffix = "\n```<｜tool▁call▁end｜>",
+        .section_end = "<｜tool▁calls▁end｜>",
     };
     return syntax;
 }
@@ -150,6 +152,8 @@ const ToolCallSyntax& deepseek_v31_tool_call_syntax() {
             [](std::string_view name, int) {
                 return fmt::format("<｜tool▁call▁begin｜>{}<｜tool▁sep｜>", name);
             },
+        .call_suffix = "<｜tool▁call▁end｜>",
+        .section_end = "<｜tool▁calls▁end｜>",
     };
     return syntax;
 }

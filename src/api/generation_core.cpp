@@ -4,6 +4,7 @@
 #include "api/client_connection.h"
 #include "api/prompt_renderer.h"
 #include "api/response_common.h"
+#include "api/structured_output.h"
 
 namespace myriad::api {
 
@@ -173,27 +174,29 @@ Prepared prepare_chat(ServerState& state, ChatRequest& r) {
     if (!r.tools.is_null())
         for (const nlohmann::ordered_json& t : r.tools)
             po.tool_names.push_back(t["function"]["name"].get<std::string>());
-    // tool_choice required/named: force the section opening (and the named call's header); an
-    // open <think> is closed first so the reasoning ends.
-    std::string forced;
-    if ((r.tool_choice == ToolChoice::Required || r.tool_choice == ToolChoice::Named) &&
-        !po.tool_parser.empty()) {
-        if (in_think) forced = "</think>";
-        forced += forced_tool_call_prefix(
-            po.tool_parser, r.tool_choice == ToolChoice::Named ? r.tool_choice_name : "",
-            count_tool_calls(r.messages));
-    }
-    if (r.test_output) forced += *r.test_output;
-    if (!forced.empty()) {
-        sp.forced_tokens = m.tokenizer->encode(forced, false);
-        if (r.test_output && !m.eos_ids.empty()) sp.forced_tokens.push_back(m.eos_ids.front());
+    // Structured output: tool_choice required/named (a call in the model's syntax, its
+    // arguments to the tool's schema), response_format, strict tools; after reasoning.
+    sp.constraint = output_constraint(state, r, po, in_think, count_tool_calls(r.messages));
+    if (r.test_output) {
+        // The test facility's text follows what tool_choice required/named would make the
+        // model open with (the section, the named call's header), all of it forced.
+        std::string forced;
+        if ((r.tool_choice == ToolChoice::Required || r.tool_choice == ToolChoice::Named) &&
+            !po.tool_parser.empty()) {
+            if (in_think) forced = "</think>";
+            forced += forced_tool_call_prefix(
+                po.tool_parser, r.tool_choice == ToolChoice::Named ? r.tool_choice_name : "",
+                count_tool_calls(r.messages));
+        }
+        sp.forced_tokens = m.tokenizer->encode(forced + *r.test_output, false);
+        if (!m.eos_ids.empty()) sp.forced_tokens.push_back(m.eos_ids.front());
     }
 
     Prepared p;
     p.prompt_tokens = static_cast<int64_t>(ids.size());
     p.parser_markers = true;
-    p.require_tool_call = !forced.empty() && (r.tool_choice == ToolChoice::Required ||
-                                              r.tool_choice == ToolChoice::Named);
+    p.require_tool_call = !po.tool_parser.empty() && (r.tool_choice == ToolChoice::Required ||
+                                                      r.tool_choice == ToolChoice::Named);
     for (int64_t i = 0; i < r.n; ++i) {
         SequenceSpec s{ids, sp};
         if (s.params.seed) s.params.seed = *s.params.seed + static_cast<uint64_t>(i);

@@ -43,7 +43,8 @@ struct Prepared {
     int64_t prompt_tokens = 0;        // all prompts
     bool parser_markers = false;      // keep the parsers' special tokens in the text
     // tool_choice required or named: an output that ends with no tool call is an error the
-    // client sees (until constrained decoding makes the call certain), not an empty reply.
+    // client sees, not an empty reply (the grammar makes a call certain unless the output is
+    // cut short or the test facility's forced text holds none).
     bool require_tool_call = false;
 };
 
@@ -65,9 +66,9 @@ class Renderer {
 Reply run_generation(ServerState& state, Prepared prepared, const GenerationFields& g,
                      std::shared_ptr<Renderer> renderer, bool stream);
 
-// The chat request prepared: rendered, encoded, sampling with the forced tool-call prefix (and
-// test_output), one sequence per choice with its own seed and parser. A left-out model becomes
-// the served one.
+// The chat request prepared: rendered, encoded, sampling with its output constraint (and the
+// test facility's forced test_output), one sequence per choice with its own seed and parser. A
+// left-out model becomes the served one.
 Prepared prepare_chat(ServerState& state, ChatRequest& r);
 // The rendered prompt's tokens (count_tokens).
 std::vector<TokenId> chat_prompt_ids(const ServerState& state, const ChatRequest& r);

@@ -61,6 +61,8 @@ const ToolCallSyntax& kimi_k2_tool_call_syntax() {
                 return fmt::format("<|tool_call_begin|>functions.{}:{}<|tool_call_argument_begin|>",
                                    name, index);
             },
+        .call_suffix = "<|tool_call_end|>",
+        .section_end = "<|tool_calls_section_end|>",
     };
     return syntax;
 }

@@ -169,21 +169,8 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
     g.skip_special_tokens = get_bool(o, "skip_special_tokens", true);
     g.include_stop_str_in_output = get_bool(o, "include_stop_str_in_output", false);
     g.test_output = get_string(o, "test_output");
-    if (const J* rf = field(o, "response_format")) {
-        if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-            fail(400, "response_format", "'response_format' must be an object with a 'type'");
-        const std::string t = (*rf)["type"].get<std::string>();
-        if (t == "json_object" || t == "json_schema")
-            fail(400, "response_format",
-                 "response_format '{}' is not supported yet (constrained decoding does not exist "
-                 "yet); leave it out or use 'text'",
-                 t);
-        if (t != "text")
-            fail(400, "response_format",
-                 "response_format type '{}' is unknown (text, json_object, "
-                 "json_schema)",
-                 t);
-    }
+    if (const J* rf = field(o, "response_format"))
+        g.response_format = parse_response_format(*rf, "response_format");
 }
 
 namespace {
@@ -297,6 +284,10 @@ void check_tools(const J& o, ChatRequest& r) {
                 !f["description"].is_string())
                 fail(400, w + ".function.description", "'{}.function.description' must be a string",
                      w);
+            if (f.contains("strict") && !f["strict"].is_null() && !f["strict"].is_boolean())
+                fail(400, w + ".function.strict", "'{}.function.strict' must be a boolean", w);
+            if (f.contains("strict") && f["strict"] == true)
+                r.strict_tools.push_back(f["name"].get<std::string>());
         }
         if (!ts->empty()) r.tools = *ts;
     }
@@ -340,6 +331,46 @@ void check_tools(const J& o, ChatRequest& r) {
 }
 
 }  // namespace
+
+ResponseFormat parse_response_format(const J& f, const std::string& where) {
+    if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
+        fail(400, where, "'{}' must be an object with a 'type' (text, json_object, json_schema)",
+             where);
+    const std::string t = f["type"].get<std::string>();
+    ResponseFormat rf;
+    rf.field = where;
+    if (t == "text") return rf;
+    if (t == "json_object") {
+        rf.type = ResponseFormat::Type::JsonObject;
+        return rf;
+    }
+    if (t != "json_schema")
+        fail(400, where + ".type", "'{}.type' is '{}'; use text, json_object or json_schema", where,
+             t);
+    rf.type = ResponseFormat::Type::JsonSchema;
+    // OpenAI chat nests the schema in json_schema {name, schema, strict}; the Responses API
+    // and Anthropic put {name, schema, strict} beside the type.
+    const J* holder = &f;
+    std::string at = where;
+    if (const J* js = field(f, "json_schema")) {
+        if (!js->is_object())
+            fail(400, where + ".json_schema",
+                 "'{}.json_schema' must be an object {{\"name\", \"schema\", \"strict\"}}", where);
+        holder = js;
+        at = where + ".json_schema";
+    }
+    if (const J* name = field(*holder, "name"); name && !name->is_string())
+        fail(400, at + ".name", "'{}.name' must be a string", at);
+    if (const J* strict = field(*holder, "strict"); strict && !strict->is_boolean())
+        fail(400, at + ".strict", "'{}.strict' must be a boolean", at);
+    rf.field = at + ".schema";
+    if (const J* schema = field(*holder, "schema")) {
+        if (!schema->is_object() && !schema->is_boolean())
+            fail(400, rf.field, "'{}' must be a JSON Schema (an object)", rf.field);
+        rf.schema = *schema;
+    }
+    return rf;
+}
 
 nlohmann::ordered_json parse_body(std::string_view body) {
     J j;

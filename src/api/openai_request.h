@@ -15,6 +15,15 @@
 
 namespace myriad::api {
 
+// Structured output asked for: chat's response_format, the Responses API's text.format,
+// Anthropic's output_config.format, completions' response_format.
+struct ResponseFormat {
+    enum class Type : uint8_t { Text, JsonObject, JsonSchema };
+    Type type = Type::Text;
+    nlohmann::ordered_json schema;  // JsonSchema: the schema (null: any JSON value)
+    std::string field;              // where the schema came from, for errors (e.g. "text.format")
+};
+
 // Sampling and output fields shared by chat and completions.
 struct GenerationFields {
     std::string model;
@@ -39,6 +48,7 @@ struct GenerationFields {
     bool skip_special_tokens = true;
     bool include_stop_str_in_output = false;
     std::optional<std::string> test_output;  // test facility (serve --enable-test-output)
+    ResponseFormat response_format;
 };
 
 enum class ToolChoice { None, Auto, Required, Named };
@@ -48,6 +58,10 @@ struct ChatRequest : GenerationFields {
     nlohmann::ordered_json tools;     // array or null
     ToolChoice tool_choice = ToolChoice::None;
     std::string tool_choice_name;  // for Named
+    // Tools whose arguments must match their schema under tool_choice auto (strict: true;
+    // required and named calls are always constrained). Kept apart from `tools`, which the
+    // template renders as given.
+    std::vector<std::string> strict_tools;
     bool parallel_tool_calls = true;
     nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
     bool add_generation_prompt = true;
@@ -72,6 +86,11 @@ struct CompletionRequest : GenerationFields {
 // `top_logprobs`; else `logprobs` is the count). Other APIs whose fields share these names
 // (Anthropic's, the Responses API's) read them here too.
 void parse_generation(const nlohmann::ordered_json& o, GenerationFields& g, bool chat);
+
+// A response_format-shaped object at `where`: {type: text | json_object | json_schema, ...}
+// with the schema in `json_schema.schema` (OpenAI chat) or in `schema` (Responses text.format,
+// Anthropic output_config.format); 400s name the field.
+ResponseFormat parse_response_format(const nlohmann::ordered_json& f, const std::string& where);
 
 // Parses the body (JSON nested at most 64 deep).
 nlohmann::ordered_json parse_body(std::string_view body);

@@ -90,7 +90,7 @@ class ResponsesRenderer : public Renderer {
                  rr_.previous_response_id.empty() ? J(nullptr) : J(rr_.previous_response_id)},
                 {"store", rr_.store},
                 {"temperature", c.temperature ? J(*c.temperature) : J(nullptr)},
-                {"text", {{"format", {{"type", "text"}}}}},
+                {"text", {{"format", rr_.text_format}}},
                 {"tool_choice", std::move(tool_choice)},
                 {"tools", J::array()},
                 {"top_p", c.top_p ? J(*c.top_p) : J(nullptr)},

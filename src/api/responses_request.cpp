@@ -145,12 +145,20 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
             if (type == "custom") {
                 rr.custom_tools.insert(name);
                 fn["parameters"] = custom_tool_parameters();
-            } else if (const J* p = field(t, "parameters")) {
-                if (!p->is_object())
-                    fail(400, w + ".parameters", "'{}.parameters' must be a JSON Schema object", w);
-                fn["parameters"] = *p;
             } else {
-                fn["parameters"] = {{"type", "object"}, {"properties", J::object()}};
+                if (const J* p = field(t, "parameters")) {
+                    if (!p->is_object())
+                        fail(400, w + ".parameters", "'{}.parameters' must be a JSON Schema object",
+                             w);
+                    fn["parameters"] = *p;
+                } else {
+                    fn["parameters"] = {{"type", "object"}, {"properties", J::object()}};
+                }
+                // The Responses API's function tools are strict unless they say otherwise.
+                const J* strict = field(t, "strict");
+                if (strict && !strict->is_boolean())
+                    fail(400, w + ".strict", "'{}.strict' must be a boolean", w);
+                if (!strict || strict->get<bool>()) r.strict_tools.push_back(name);
             }
             tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
         }
@@ -207,13 +215,13 @@ ResponsesRequest parse_responses_request(
         if (!s->is_boolean()) fail(400, "store", "'store' must be a boolean");
         rr.store = s->get<bool>();
     }
-    if (const J* t = field(o, "text"); t && t->is_object())
-        if (const J* f = field(*t, "format");
-            f && f->is_object() && field(*f, "type") && (*f)["type"] != "text")
-            fail(400, "text.format",
-                 "text.format '{}' is not supported yet (constrained decoding does not exist "
-                 "yet); leave it out or use 'text'",
-                 (*f)["type"].dump());
+    if (const J* t = field(o, "text")) {
+        if (!t->is_object()) fail(400, "text", "'text' must be an object {{\"format\": ...}}");
+        if (const J* f = field(*t, "format")) {
+            r.response_format = parse_response_format(*f, "text.format");
+            rr.text_format = *f;
+        }
+    }
 
     J conversation = J::array();
     if (const J* prev = field(o, "previous_response_id")) {

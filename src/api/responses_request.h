@@ -23,6 +23,7 @@ struct ResponsesRequest {
     std::string previous_response_id;
     std::string instructions;
     bool store = true;
+    nlohmann::ordered_json text_format = {{"type", "text"}};  // text.format as asked (echoed)
 };
 
 // `lookup` gives the stored conversation of previous_response_id; nothing found is a 404.

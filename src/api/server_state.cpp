@@ -1,5 +1,7 @@
 #include "api/server_state.h"
 
+#include "grammar/vocabulary.h"
+
 namespace myriad::api {
 
 void ServerState::set_phase(std::string phase) {
@@ -19,6 +21,15 @@ void ServerState::set_ready(LoadedServerModel model) {
         phase_ = "ready";
     }
     ready_ = true;  // publishes model_ to the handler threads
+}
+
+std::shared_ptr<const grammar::Vocabulary> ServerState::grammar_vocabulary(
+    const std::vector<TokenId>& markers) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!grammar_vocab_)
+        grammar_vocab_ =
+            grammar::Vocabulary::from_tokenizer(*model_.tokenizer, model_.eos_ids, markers);
+    return grammar_vocab_;
 }
 
 double ServerState::seconds_since_start() const {

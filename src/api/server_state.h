@@ -17,6 +17,10 @@
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
+namespace myriad::grammar {
+class Vocabulary;
+}
+
 namespace myriad::api {
 
 class PromptRenderer;
@@ -84,6 +88,10 @@ class ServerState {
     void set_ready(LoadedServerModel model);
     bool ready() const { return ready_.load(); }
     const LoadedServerModel& model() const { return model_; }
+    // The model's vocabulary as structured output's grammars see it, built on first use with
+    // `markers` spelled as special tokens (api/structured_output.h: always the same list).
+    std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(
+        const std::vector<TokenId>& markers) const;
     double seconds_since_start() const;
     // When the server started, in Unix seconds (`created` of GET /v1/models).
     int64_t started_at() const { return started_at_; }
@@ -111,6 +119,7 @@ class ServerState {
     std::string phase_ = "starting";
     std::atomic<bool> ready_{false};
     LoadedServerModel model_;
+    mutable std::shared_ptr<const grammar::Vocabulary> grammar_vocab_;
     std::atomic<int64_t> in_flight_{0};
     std::atomic<bool> draining_{false}, cancel_all_{false};
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

@@ -60,6 +60,10 @@ struct ToolCallSyntax {
     // The output that starts a call of `name` (header included, up to its arguments); `index`
     // counts the calls of the conversation (kimi_k2 writes it into the id).
     std::function<std::string(std::string_view name, int index)> call_prefix;
+    // What follows a call's arguments, and what closes the section: with call_prefix, the
+    // spelling a constrained tool call is held to (api/tool_call_grammar.h).
+    std::string_view call_suffix;
+    std::string_view section_end;
 };
 
 // The syntax a --tool-call-parser name selects; nullptr for "" and unknown names.

@@ -3,7 +3,9 @@
 // as a Poisson process of --request-rate per second; each is timed token by token: time to first
 // token (TTFT), time per output token after the first (TPOT), inter-token latency (ITL) and the
 // whole latency; then request and output-token throughput and errors. Percentiles interpolate
-// linearly between order statistics (numpy's default).
+// linearly between order statistics (numpy's default). --json-schema FILE sends every request
+// with response_format json_schema (structured output), to compare the time per output token
+// with and without constraints.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -41,6 +43,7 @@ struct BenchArgs {
     uint64_t seed = 0;
     double timeout = 600;
     bool json = false;
+    std::string json_schema;  // a schema file: every request constrained to it
 };
 
 struct Prompt {
@@ -178,6 +181,13 @@ int run_bench(BenchArgs& a) {
     const std::string base = base_url(a.url);
     if (a.model.empty()) a.model = first_model(base, a.api_key);
     const std::vector<Prompt> prompts = load_prompts(a);
+    nlohmann::json response_format;
+    if (!a.json_schema.empty())
+        response_format = {
+            {"type", "json_schema"},
+            {"json_schema",
+             {{"name", "bench"},
+              {"schema", nlohmann::json::parse(read_json_file(a.json_schema).dump())}}}};
     const std::string url =
         base + (a.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions");
 
@@ -208,6 +218,7 @@ int run_bench(BenchArgs& a) {
                 body["stream_options"] = {{"include_usage", true}};
                 body["ignore_eos"] = true;  // vLLM's extension: exactly max_tokens tokens
                 body["temperature"] = 0;
+                if (!response_format.is_null()) body["response_format"] = response_format;
                 results[i] = stream_request(url, body, a.api_key, a.timeout);
             }
         });
@@ -239,6 +250,8 @@ int run_bench(BenchArgs& a) {
     j["request_rate"] =
         a.request_rate > 0 ? nlohmann::ordered_json(a.request_rate) : nlohmann::ordered_json("inf");
     j["requests"] = a.requests;
+    j["json_schema"] = a.json_schema.empty() ? nlohmann::ordered_json(nullptr)
+                                             : nlohmann::ordered_json(a.json_schema);
     j["completed"] = ok;
     j["failed"] = a.requests - ok;
     j["duration_s"] = duration;
@@ -274,6 +287,9 @@ int run_bench(BenchArgs& a) {
         std::printf("%s, model %s, concurrency %d, request rate %s\n", url.c_str(), a.model.c_str(),
                     a.concurrency,
                     a.request_rate > 0 ? fmt::format("{}/s", a.request_rate).c_str() : "inf");
+        if (!a.json_schema.empty())
+            std::printf("structured output   response_format json_schema %s\n",
+                        a.json_schema.c_str());
         std::printf("requests            %lld completed, %lld failed, in %.2f s\n", (long long)ok,
                     (long long)(a.requests - ok), duration);
         std::printf("tokens              %lld in, %lld out\n", (long long)in_tokens,
@@ -310,6 +326,9 @@ Run add_bench(CLI::App& app) {
     app.add_option("--seed", a->seed, "seed of the prompts and arrivals (default 0)");
     app.add_option("--timeout", a->timeout, "seconds a request may take (default 600)");
     app.add_flag("--json", a->json, "print the results as JSON (with per-request timings)");
+    app.add_option("--json-schema", a->json_schema,
+                   "a JSON Schema file: every request asks for response_format json_schema "
+                   "(structured output; a constrained answer may end before --output-len)");
     return [a] { return run_bench(*a); };
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <span>
 
 #include "engine/sampler.h"
 #include "engine/warm_up_step.h"
@@ -73,6 +74,10 @@ void Engine::warm_up() {
         row.top_p = 0.9;
         row.uniform = 0.5;
         sampling.rows.assign(rows, row);
+        // Every row masked (all tokens allowed), so the token-mask buffer is sized too.
+        sampling.mask_words = static_cast<int32_t>((workers_.config().vocab_size + 31) / 32);
+        sampling.masks.assign(rows * static_cast<size_t>(sampling.mask_words), ~0u);
+        for (size_t i = 0; i < rows; ++i) sampling.rows[i].mask = static_cast<int32_t>(i);
     }
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -149,6 +154,7 @@ std::shared_ptr<RequestHandle> Engine::submit(const std::vector<TokenId>& prompt
     seq->tokens = prompt;
     seq->prompt_len = static_cast<int64_t>(prompt.size());
     seq->params = p;
+    seq->processor = TokenProcessor(p);
     seq->seed = p.seed ? *p.seed : std::random_device{}() * 0x100000001ull + std::random_device{}();
     if (!p.ignore_eos) seq->stop_ids = config_.eos_ids;
     seq->stop_ids.insert(seq->stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
@@ -239,20 +245,42 @@ bool Engine::step() {
         st.seqs.push_back(std::move(slice));
     }
     logits_.resize(st.logit_rows.size() * vocab);
+    // Structured output: each constrained row's allowed-token bitmask, from its matcher; the
+    // backend (or the host sampler below) sets the others' logits to -inf before choosing.
+    StepSampling sampling;
+    std::vector<int32_t> row_mask;  // per logit row: its mask in sampling.masks, -1 none
+    for (const ScheduledSeq& s : batch) {
+        if (!s.sample) continue;
+        Sequence& seq = *s.seq;
+        int32_t m = -1;
+        const int64_t remaining =
+            std::min(seq.params.max_tokens - seq.num_output(),
+                     max_model_len_ - static_cast<int64_t>(seq.tokens.size()));
+        if (seq.processor.forced(seq.num_output()) < 0 && seq.processor.masks_next(remaining)) {
+            sampling.mask_words = static_cast<int32_t>((vocab + 31) / 32);
+            const size_t at = sampling.masks.size();
+            sampling.masks.resize(at + static_cast<size_t>(sampling.mask_words));
+            seq.processor.fill_mask(
+                std::span<uint32_t>(sampling.masks.data() + at, sampling.masks.size() - at),
+                remaining);
+            m = static_cast<int32_t>(at / static_cast<size_t>(sampling.mask_words));
+        }
+        row_mask.push_back(m);
+    }
     // Where the backend samples (a GPU), the rows go down as StepSampling and only token ids
     // come back; rows that need their logits here (logprobs, forced tokens, an observer) are
     // marked host and sampled below as on the CPU.
     const bool on_backend = workers_.backend_samples();
-    StepSampling sampling;
     if (on_backend) {
         for (const ScheduledSeq& s : batch) {
             if (!s.sample) continue;
             const Sequence& seq = *s.seq;
             const int64_t generated = seq.num_output();
             const bool host = config_.logits_observer || seq.params.top_logprobs >= 0 ||
-                              generated < static_cast<int64_t>(seq.params.forced_tokens.size());
+                              seq.processor.forced(generated) >= 0;
             SampleRow row = sample_row(seq.params, seq.seed, generated);
             row.host = host;
+            row.mask = row_mask[sampling.rows.size()];
             row.edits_begin = static_cast<int32_t>(sampling.edits.size());
             if (!host)
                 append_logit_edits(seq.params, vocab, seq.prompt(), seq.output(), seq.stop_ids,
@@ -303,15 +331,31 @@ bool Engine::step() {
         if (!s.sample) continue;
         float* logits = logits_.data() + row++ * vocab;
         if (config_.logits_observer) config_.logits_observer(seq.id, seq.num_computed - 1, logits);
-        const auto& forced = seq.params.forced_tokens;
+        const int64_t index = seq.num_output();
+        const TokenId forced = seq.processor.forced(index);
+        const int32_t mask = row_mask[row - 1];
         SampleResult r;
         if (on_backend && !sampling.rows[row - 1].host)
             r.token = sampled_[row - 1];
         else
-            r = seq.num_output() < static_cast<int64_t>(forced.size())
-                    ? forced_token(logits, vocab, forced[seq.num_output()], seq.params)
+            r = forced >= 0
+                    ? forced_token(logits, vocab, forced, seq.params)
                     : sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(), seq.output(),
-                                   seq.stop_ids);
+                                   seq.stop_ids,
+                                   mask < 0 ? nullptr
+                                            : sampling.masks.data() +
+                                                  static_cast<size_t>(mask) *
+                                                      static_cast<size_t>(sampling.mask_words));
+        const TokenProcessor::Verdict verdict = seq.processor.accept(r.token, index);
+        if (verdict == TokenProcessor::Verdict::Rejected) {
+            RequestOutput out;
+            out.error = fmt::format(
+                "token {} was chosen though the output grammar does not allow it (the token "
+                "mask was not applied)",
+                r.token);
+            finish(&seq, FinishReason::Error, std::move(out));
+            continue;
+        }
         seq.tokens.push_back(r.token);
         ++generated;
         RequestOutput out;
@@ -328,6 +372,8 @@ bool Engine::step() {
         if (stop) {
             out.stop_token = r.token;
             finish(&seq, FinishReason::Stop, std::move(out));
+        } else if (verdict == TokenProcessor::Verdict::Complete) {
+            finish(&seq, FinishReason::Stop, std::move(out));  // the grammar's document ended
         } else if (seq.num_output() >= seq.params.max_tokens ||
                    static_cast<int64_t>(seq.tokens.size()) >= max_model_len_) {
             finish(&seq, FinishReason::Length, std::move(out));

@@ -1,10 +1,10 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <climits>
+#include <cmath>
 #include <map>
+#include <numeric>
 
 namespace myriad {
 
@@ -60,8 +60,9 @@ void append_logit_edits(const SamplingParams& p, int64_t vocab, const std::vecto
         for (TokenId t : output) ++counts[t];
         for (const auto& [t, n] : counts)
             if (t >= 0 && t < vocab)
-                edits.push_back({t, LogitEdit::Add,
-                                 -static_cast<float>(p.presence_penalty + p.frequency_penalty * n)});
+                edits.push_back(
+                    {t, LogitEdit::Add,
+                     -static_cast<float>(p.presence_penalty + p.frequency_penalty * n)});
     }
     for (const auto& [t, b] : p.logit_bias)
         if (t >= 0 && t < vocab) edits.push_back({t, LogitEdit::Add, b});
@@ -84,7 +85,7 @@ SampleRow sample_row(const SamplingParams& p, uint64_t seed, int64_t generated) 
 
 SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p, uint64_t seed,
                           const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
-                          const std::vector<TokenId>& stop_ids) {
+                          const std::vector<TokenId>& stop_ids, const uint32_t* mask) {
     SampleResult res;
     // Logprobs describe the model's own distribution, before any processing (vLLM's default).
     std::vector<float> raw_logprobs;
@@ -92,7 +93,9 @@ SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& p,
     std::vector<LogitEdit> edits;
     append_logit_edits(p, vocab, prompt, output, stop_ids, edits);
     apply_logit_edits(logits, vocab, edits.data(), edits.data() + edits.size());
-    res.token = choose_token(logits, vocab, sample_row(p, seed, static_cast<int64_t>(output.size())));
+    if (mask) apply_token_mask(logits, vocab, mask);
+    res.token =
+        choose_token(logits, vocab, sample_row(p, seed, static_cast<int64_t>(output.size())));
     if (p.top_logprobs >= 0) fill_logprobs(res, raw_logprobs, p.top_logprobs);
     return res;
 }

@@ -28,9 +28,11 @@ double counter_uniform(uint64_t seed, uint64_t counter);
 
 // `logits` [vocab] is modified (penalties, bias, temperature). `prompt` and `output` are the
 // sequence's tokens so far; `stop_ids` are masked while output is shorter than min_tokens.
+// `mask` (structured output; null: none) is the allowed-token bitmask applied after the edits
+// (ops/step_sampling.h); logprobs stay those of the model's unmasked distribution.
 SampleResult sample_token(float* logits, int64_t vocab, const SamplingParams& params, uint64_t seed,
                           const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
-                          const std::vector<TokenId>& stop_ids);
+                          const std::vector<TokenId>& stop_ids, const uint32_t* mask = nullptr);
 
 // sample_token in parts, for backends that sample on their device (ops/step_sampling.h):
 // - the edits of a row's logits (repetition, presence and frequency penalties, logit bias, stop

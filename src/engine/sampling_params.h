@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -9,6 +10,24 @@
 #include "ops/step_input.h"
 
 namespace myriad {
+
+namespace grammar {
+class Grammar;
+class Vocabulary;
+}  // namespace grammar
+
+// Structured output: the grammar the output must follow, over the model's vocabulary as the
+// grammar sees it. The constraint waits while the model reasons (engine/token_processor.h):
+// from the start when the prompt left reasoning open, or when the model's first token is
+// think_open, until think_close; and with `trigger` set, until the model writes that token
+// (a strict tool's call section under tool_choice auto), the grammar then reading what follows.
+struct OutputConstraint {
+    std::shared_ptr<const grammar::Grammar> grammar;
+    std::shared_ptr<const grammar::Vocabulary> vocab;
+    TokenId think_open = -1, think_close = -1;  // -1: the model does not reason
+    bool starts_in_reasoning = false;
+    TokenId trigger = -1;  // -1: the grammar applies from the start (after reasoning)
+};
 
 struct SamplingParams {
     double temperature = 1.0;  // 0: greedy
@@ -33,6 +52,8 @@ struct SamplingParams {
     // model); sampling takes over after them. Used to force a tool-call header (tool_choice) and
     // by the server's test facility that replays a given text.
     std::vector<TokenId> forced_tokens;
+    // Structured output (response_format, tool_choice, strict tools); null: unconstrained.
+    std::shared_ptr<const OutputConstraint> constraint;
 };
 
 // Defaults that a checkpoint's generation_config.json sets (vLLM: --generation-config auto).

@@ -8,6 +8,7 @@
 
 #include "engine/request.h"
 #include "engine/sampling_params.h"
+#include "engine/token_processor.h"
 
 namespace myriad {
 
@@ -30,6 +31,7 @@ struct Sequence {
     // for the first output.
     int64_t prompt_logprobs_done = 0;
     std::vector<SampleResult> prompt_logprobs;
+    TokenProcessor processor;  // forced tokens and structured output for its next token
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
     int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }

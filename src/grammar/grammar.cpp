@@ -303,6 +303,17 @@ size_t Grammar::state_count() const {
     return states_.size();
 }
 
+size_t Grammar::memory_bytes() const {
+    std::lock_guard lock(mutex_);
+    size_t n = elems_.size() * sizeof(Element) + sets_.size() * sizeof(ByteSet) +
+               suffix_min_.size() * sizeof(uint64_t) + nodes_.size() * sizeof(Node) * 3 +
+               table_.size() * sizeof(uint32_t) + cost_.size() * sizeof(uint64_t) +
+               state_cost_.size() * sizeof(uint64_t) + mask_bytes_;
+    for (const auto& a : alts_) n += a.size() * sizeof(uint32_t) + sizeof(a);
+    for (const auto& st : states_) n += st.size() * sizeof(uint32_t) * 3 + sizeof(st);
+    return n;
+}
+
 uint64_t Grammar::node_cost(uint32_t n) const {
     if (cost_[n] != kUnknown) return cost_[n];
     const Node nd = nodes_[n];
@@ -313,21 +324,29 @@ uint64_t Grammar::node_cost(uint32_t n) const {
 
 uint64_t Grammar::min_bytes_to_accept(StateId state) const {
     std::lock_guard lock(mutex_);
-    uint64_t best = kInf;
-    for (uint32_t n : states_[state]) best = std::min(best, node_cost(n));
-    return best;
+    return min_bytes_to_accept_locked(state);
 }
 
-const std::vector<uint32_t>* Grammar::cached_mask(uint64_t vocab_uid, StateId state) const {
+uint64_t Grammar::min_bytes_to_accept_locked(StateId state) const {
+    if (state_cost_.size() <= state) state_cost_.resize(states_.size(), kUnknown);
+    uint64_t& c = state_cost_[state];
+    if (c != kUnknown) return c;
+    uint64_t best = kInf;
+    for (uint32_t n : states_[state]) best = std::min(best, node_cost(n));
+    return c = best;
+}
+
+const Grammar::CachedMask* Grammar::cached_mask(uint64_t vocab_uid, StateId state) const {
     auto it = masks_.find((vocab_uid << 32) ^ state);
     return it == masks_.end() ? nullptr : &it->second;
 }
 
-void Grammar::store_mask(uint64_t vocab_uid, StateId state, std::vector<uint32_t> mask) const {
-    mask_bytes_ += mask.size() * sizeof(uint32_t);
+void Grammar::store_mask(uint64_t vocab_uid, StateId state, CachedMask mask) const {
+    const size_t bytes = mask.words.size() * sizeof(uint32_t) + sizeof(CachedMask);
+    mask_bytes_ += bytes;
     if (mask_bytes_ > kMaxMaskBytes) {
         masks_.clear();
-        mask_bytes_ = mask.size() * sizeof(uint32_t);
+        mask_bytes_ = bytes;
     }
     masks_[(vocab_uid << 32) ^ state] = std::move(mask);
 }

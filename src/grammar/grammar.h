@@ -64,15 +64,24 @@ class Grammar {
     StateId next_locked(StateId state, uint8_t byte) const;
     bool is_accepting(StateId state) const;
     bool is_accepting_locked(StateId state) const;
-    // The fewest bytes that complete a document from `state` (for samplers ending a walk).
+    // The fewest bytes that complete a document from `state` (for samplers ending a walk, and
+    // for masks that must leave room to finish within a token budget).
     uint64_t min_bytes_to_accept(StateId state) const;
+    uint64_t min_bytes_to_accept_locked(StateId state) const;
     std::mutex& mutex() const { return mutex_; }
     size_t state_count() const;
+    // Bytes held: rules, the automaton built so far and the cached masks (it grows with use).
+    size_t memory_bytes() const;
 
     // Token masks computed for a state and a vocabulary, kept with the grammar (bounded in
-    // bytes, cleared when full). Callers hold mutex().
-    const std::vector<uint32_t>* cached_mask(uint64_t vocab_uid, StateId state) const;
-    void store_mask(uint64_t vocab_uid, StateId state, std::vector<uint32_t> mask) const;
+    // bytes, cleared when full), with the most bytes any allowed token leaves to complete the
+    // document (a mask under a budget at least that large is the same). Callers hold mutex().
+    struct CachedMask {
+        std::vector<uint32_t> words;
+        uint64_t max_after = 0;
+    };
+    const CachedMask* cached_mask(uint64_t vocab_uid, StateId state) const;
+    void store_mask(uint64_t vocab_uid, StateId state, CachedMask mask) const;
 
   private:
     struct Node {
@@ -100,9 +109,10 @@ class Grammar {
     mutable std::unordered_map<uint64_t, uint32_t> node_index_;
     mutable std::vector<std::vector<uint32_t>> states_;
     mutable std::unordered_map<std::string, StateId> state_index_;
-    mutable std::vector<uint32_t> table_;  // states x 256 transitions, kUnknown until computed
-    mutable std::vector<uint64_t> cost_;   // per node, kUnknown-filled lazily
-    mutable std::unordered_map<uint64_t, std::vector<uint32_t>> masks_;
+    mutable std::vector<uint32_t> table_;       // states x 256 transitions, kUnknown until computed
+    mutable std::vector<uint64_t> cost_;        // per node, kUnknown-filled lazily
+    mutable std::vector<uint64_t> state_cost_;  // per state, kUnknown-filled lazily
+    mutable std::unordered_map<uint64_t, CachedMask> masks_;
     mutable size_t mask_bytes_ = 0;
 };
 

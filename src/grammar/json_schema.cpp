@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "grammar/grammar_cache.h"
 #include "grammar/json_formats.h"
 #include "grammar/json_text.h"
 #include "grammar/number_grammar.h"
@@ -66,7 +67,12 @@ std::string quote(const std::string& s) {
 
 class Compiler {
   public:
-    Compiler(const json& root, const SchemaOptions& opt) : root_(root), opt_(opt) {}
+    Compiler(const json& root, const SchemaOptions& opt) : root_(root), opt_(opt), b_(own_) {}
+    // Writing into another builder (a grammar that holds schema values among other text).
+    Compiler(const json& root, const SchemaOptions& opt, GrammarBuilder& into)
+        : root_(root), opt_(opt), b_(into) {}
+
+    Element value() { return compile(root_, ""); }
 
     std::shared_ptr<const Grammar> run() {
         Element top = compile(root_, "");
@@ -657,29 +663,17 @@ class Compiler {
 
     const json& root_;
     SchemaOptions opt_;
-    GrammarBuilder b_;
+    GrammarBuilder own_;
+    GrammarBuilder& b_;
     std::map<std::string, RuleId> refs_;
     std::optional<Element> char_, string_, value_, object_;
     int depth_ = 0;
     int merges_ = 0;
 };
 
-std::mutex g_cache_mutex;
-std::unordered_map<std::string, std::shared_ptr<const Grammar>> g_cache;
-constexpr size_t kCacheEntries = 64;
-
 std::shared_ptr<const Grammar> cached(const std::string& key,
                                       const std::function<std::shared_ptr<const Grammar>()>& make) {
-    {
-        std::lock_guard lock(g_cache_mutex);
-        auto it = g_cache.find(key);
-        if (it != g_cache.end()) return it->second;
-    }
-    auto g = make();
-    std::lock_guard lock(g_cache_mutex);
-    if (g_cache.size() >= kCacheEntries) g_cache.clear();
-    g_cache.emplace(key, g);
-    return g;
+    return GrammarCache::shared().get("schema:" + key, make);
 }
 
 }  // namespace
@@ -694,6 +688,10 @@ std::shared_ptr<const Grammar> compile_json_schema(const json& schema,
     }
     key = (options.additional_properties_default ? "A1:" : "A0:") + key;
     return cached(key, [&] { return Compiler(schema, options).run(); });
+}
+
+Element add_json_schema(GrammarBuilder& builder, const json& schema, const SchemaOptions& options) {
+    return Compiler(schema, options, builder).value();
 }
 
 std::shared_ptr<const Grammar> compile_json_schema_text(std::string_view text,

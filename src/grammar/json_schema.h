@@ -25,6 +25,10 @@ std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json&
 // Parses `schema_text` first (a BadInput error when it is not JSON).
 std::shared_ptr<const Grammar> compile_json_schema_text(std::string_view schema_text,
                                                         const SchemaOptions& options = {});
+// The schema's values as one element of `builder` (a grammar holding JSON among other text,
+// such as a tool call's arguments between its markers); the same errors.
+Element add_json_schema(GrammarBuilder& builder, const nlohmann::ordered_json& schema,
+                        const SchemaOptions& options = {});
 // Any JSON value (object_only: any JSON object, response_format json_object).
 std::shared_ptr<const Grammar> any_json_grammar(bool object_only);
 

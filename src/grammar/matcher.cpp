@@ -67,7 +67,7 @@ ByteSet Matcher::next_bytes() const {
     return out;
 }
 
-void Matcher::fill_mask(std::span<uint32_t> mask) {
+void Matcher::fill_mask(std::span<uint32_t> mask, uint64_t budget) {
     const size_t words = vocab_->mask_words();
     MYRIAD_CHECK(mask.size() >= words, "token mask of {} words for a vocabulary needing {}",
                  mask.size(), words);
@@ -75,14 +75,31 @@ void Matcher::fill_mask(std::span<uint32_t> mask) {
     if (is_terminated()) return;
     const StateId s = state();
     std::lock_guard lock(grammar_->mutex());
-    if (const auto* cached = grammar_->cached_mask(vocab_->uid(), s)) {
-        std::memcpy(mask.data(), cached->data(), words * sizeof(uint32_t));
-        return;
+    const Grammar::CachedMask* cached = grammar_->cached_mask(vocab_->uid(), s);
+    if (!cached) {
+        Grammar::CachedMask fresh;
+        fresh.words.assign(words, 0u);
+        fresh.max_after = walk(s, fresh.words, kNoBudget);
+        grammar_->store_mask(vocab_->uid(), s, std::move(fresh));
+        cached = grammar_->cached_mask(vocab_->uid(), s);
     }
+    if (cached->max_after > budget) {  // some token would leave too much to finish: walk again
+        walk(s, mask, budget);
+        bool any = false;
+        for (size_t w = 0; w < words && !any; ++w) any = mask[w] != 0;
+        if (any) return;
+    }
+    std::memcpy(mask.data(), cached->words.data(), words * sizeof(uint32_t));
+}
+
+// Sets the allowed tokens of `s` (within `budget`) in `mask`; returns the most bytes an allowed
+// token leaves to complete the document. The grammar's mutex is held.
+uint64_t Matcher::walk(StateId s, std::span<uint32_t> mask, uint64_t budget) const {
     const auto& trie = vocab_->trie();
     const auto& by_node = vocab_->tokens_by_node();
     std::vector<StateId> at_depth(vocab_->max_depth() + 1);
     at_depth[0] = s;
+    uint64_t max_after = 0;
     for (size_t i = 1; i < trie.size();) {
         const Vocabulary::TrieNode& n = trie[i];
         StateId next = grammar_->next_locked(at_depth[n.depth - 1], n.byte);
@@ -91,14 +108,19 @@ void Matcher::fill_mask(std::span<uint32_t> mask) {
             continue;
         }
         at_depth[n.depth] = next;
-        for (uint32_t t = n.first_token; t < n.last_token; ++t)
-            mask[by_node[t] >> 5] |= 1u << (by_node[t] & 31);
+        if (n.first_token < n.last_token) {
+            const uint64_t need = grammar_->min_bytes_to_accept_locked(next);
+            if (need <= budget) {
+                max_after = std::max(max_after, need);
+                for (uint32_t t = n.first_token; t < n.last_token; ++t)
+                    mask[by_node[t] >> 5] |= 1u << (by_node[t] & 31);
+            }
+        }
         ++i;
     }
     if (grammar_->is_accepting_locked(s))
         for (TokenId e : vocab_->eos_ids()) mask[e >> 5] |= 1u << (e & 31);
-    grammar_->store_mask(vocab_->uid(), s,
-                         std::vector<uint32_t>(mask.begin(), mask.begin() + words));
+    return max_after;
 }
 
 }  // namespace myriad::grammar

@@ -23,7 +23,10 @@ class Matcher {
     bool accept_token(TokenId id);
     bool accept_bytes(std::string_view bytes);
     // Bit i of word i/32 set where token i may come next; mask.size() >= vocab.mask_words().
-    void fill_mask(std::span<uint32_t> mask);
+    // With a budget, only tokens after which the document can be completed in at most
+    // `budget` more bytes (so within as many tokens); when no token can, the plain mask.
+    static constexpr uint64_t kNoBudget = ~uint64_t{0};
+    void fill_mask(std::span<uint32_t> mask, uint64_t budget = kNoBudget);
     bool is_accepting() const;
     bool is_terminated() const { return terminated_.back(); }
     // Undoes the last n accepted steps (n <= steps()).
@@ -38,6 +41,8 @@ class Matcher {
     const Grammar& grammar() const { return *grammar_; }
 
   private:
+    uint64_t walk(StateId s, std::span<uint32_t> mask, uint64_t budget) const;
+
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const Vocabulary> vocab_;
     std::vector<StateId> history_;

@@ -74,12 +74,22 @@ bool Vocabulary::is_eos(TokenId id) const {
     return std::find(eos_.begin(), eos_.end(), id) != eos_.end();
 }
 
+std::string Vocabulary::special_token_bytes(TokenId id) {
+    const auto u = static_cast<uint32_t>(id);
+    return {'\xff', static_cast<char>(u >> 16 & 0xff), static_cast<char>(u >> 8 & 0xff),
+            static_cast<char>(u & 0xff)};
+}
+
 std::shared_ptr<const Vocabulary> Vocabulary::from_tokenizer(const Tokenizer& tok,
-                                                             std::vector<TokenId> extra_eos) {
+                                                             std::vector<TokenId> extra_eos,
+                                                             const std::vector<TokenId>& markers) {
     std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
     for (size_t i = 0; i < bytes.size(); ++i) {
         TokenId id = static_cast<TokenId>(i);
-        if (!tok.is_special(id)) bytes[i] = tok.token_bytes(id);
+        if (tok.is_special(id) || std::find(markers.begin(), markers.end(), id) != markers.end())
+            bytes[i] = special_token_bytes(id);
+        else if (std::string b = tok.token_bytes(id); b.find('\xff') == std::string::npos)
+            bytes[i] = std::move(b);
     }
     std::vector<TokenId> eos = std::move(extra_eos);
     if (auto e = tok.eos_id()) eos.push_back(*e);

@@ -22,10 +22,17 @@ class Vocabulary {
     // holes). eos_ids: allowed exactly where the document is complete.
     Vocabulary(std::vector<std::string> token_bytes, std::vector<TokenId> eos_ids);
 
-    // From one of our tokenizers: special tokens are never generated inside a document (their
-    // text is not their bytes); the tokenizer's EOS (and any extra stop ids) end it.
-    static std::shared_ptr<const Vocabulary> from_tokenizer(const Tokenizer& tokenizer,
-                                                            std::vector<TokenId> extra_eos = {});
+    // From one of our tokenizers: the tokenizer's EOS (and any extra stop ids) end a document.
+    // Special tokens, and the `markers` (added tokens a model writes as syntax, such as
+    // DeepSeek's tool-call markers, which the tokenizer does not call special), are spelled
+    // special_token_bytes(id), bytes that no text holds (0xFF never occurs in UTF-8; tokens
+    // holding it are left out), so only a grammar that spells one that way (a tool-call
+    // marker) admits it, and never as part of text.
+    static std::shared_ptr<const Vocabulary> from_tokenizer(
+        const Tokenizer& tokenizer, std::vector<TokenId> extra_eos = {},
+        const std::vector<TokenId>& markers = {});
+    // 0xFF, then the id in three bytes (big-endian).
+    static std::string special_token_bytes(TokenId id);
 
     size_t size() const { return tokens_.size(); }
     size_t mask_words() const { return (tokens_.size() + 31) / 32; }

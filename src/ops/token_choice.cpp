@@ -20,6 +20,11 @@ void apply_logit_edits(float* logits, int64_t vocab, const LogitEdit* begin, con
     }
 }
 
+void apply_token_mask(float* logits, int64_t vocab, const uint32_t* mask) {
+    for (int64_t t = 0; t < vocab; ++t)
+        if (!(mask[t >> 5] >> (t & 31) & 1u)) logits[t] = -INFINITY;
+}
+
 TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row) {
     if (row.greedy) return static_cast<TokenId>(std::max_element(logits, logits + vocab) - logits);
     const float inv_t = row.inv_temperature;

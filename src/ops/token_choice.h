@@ -12,6 +12,9 @@ namespace myriad {
 // Applies a row's edits in order (tokens outside [0, vocab) are ignored).
 void apply_logit_edits(float* logits, int64_t vocab, const LogitEdit* begin, const LogitEdit* end);
 
+// Sets the logits of the tokens whose bit in `mask` (ceil(vocab / 32) words) is clear to -inf.
+void apply_token_mask(float* logits, int64_t vocab, const uint32_t* mask);
+
 // The token `row` picks from edited logits: argmax (lowest id on ties) when greedy; else the
 // candidates sorted by logit (ties by id), probabilities exp(l * inv_t - max) in double, cut to
 // top_k, then to the shortest prefix whose normalised sum reaches top_p, then to those at least

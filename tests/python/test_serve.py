@@ -422,8 +422,8 @@ def test_errors(server):
     assert e.value.body["param"] == "temperature"
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
-                                  response_format={"type": "json_object"})
-    assert "not supported yet" in e.value.body["message"]
+                                  response_format={"type": "xml"})
+    assert e.value.body["param"] == "response_format.type" and "xml" in e.value.body["message"]
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
                                   max_tokens=100000)

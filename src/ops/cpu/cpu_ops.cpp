@@ -8,8 +8,8 @@
 
 #include "ops/cpu/cpu_dequant.h"
 #include "ops/norm_shapes.h"
-#include "ops/token_choice.h"
 #include "ops/synthetic_weight.h"
+#include "ops/token_choice.h"
 #include "util/error.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -194,7 +194,7 @@ void CpuOps::add(Tensor x, Tensor y) {
 }
 
 void CpuOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
-                     float* host_logits) {
+                    float* host_logits) {
     const int64_t vocab = logits.dim(-1), n = logits.numel() / vocab;
     MYRIAD_CHECK(static_cast<int64_t>(sampling.rows.size()) == n,
                  "sampling for {} rows, logits of {}", sampling.rows.size(), n);
@@ -207,6 +207,10 @@ void CpuOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens
         }
         apply_logit_edits(l, vocab, sampling.edits.data() + row.edits_begin,
                           sampling.edits.data() + row.edits_end);
+        if (row.mask >= 0)
+            apply_token_mask(l, vocab,
+                             sampling.masks.data() + static_cast<size_t>(row.mask) *
+                                                         static_cast<size_t>(sampling.mask_words));
         tokens[i] = choose_token(l, vocab, row);
     }
 }

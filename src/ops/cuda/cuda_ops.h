@@ -245,7 +245,10 @@ class CudaOps final : public Ops {
     // edits, whose number has no bound worth reserving (a row's penalties cover the distinct
     // tokens of its context): they go up through a buffer of kEditPiece, a piece at a time.
     static constexpr size_t kEditPiece = size_t{1} << 18;
-    DeviceBuffer sample_meta_, sample_edits_, sample_rows_, sample_tokens_, sample_ws_;
+    // The token masks of structured output (ceil(vocab / 32) words per masked row) are sized
+    // by the warm-up step too, which masks every row.
+    DeviceBuffer sample_meta_, sample_edits_, sample_rows_, sample_tokens_, sample_ws_,
+        sample_masks_;
     // logprob_rows' targets and results (sized by the warm-up's pass of kLogprobRowsPerPass).
     DeviceBuffer logprob_io_;
     // A buffer of at least `bytes` (regrown, contents dropped).

@@ -41,6 +41,17 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
                               static_cast<int64_t>(count), stream_);
         }
     }
+    // Structured output: the masked rows' bitmasks up in one copy, applied after the edits.
+    if (!sampling.masks.empty()) {
+        MYRIAD_CHECK(sampling.mask_words >= (vocab + 31) / 32,
+                     "token masks of {} words for a vocabulary of {}", sampling.mask_words, vocab);
+        const size_t bytes = sampling.masks.size() * sizeof(uint32_t);
+        auto* d_masks = static_cast<uint32_t*>(ensure(sample_masks_, bytes));
+        check_cuda(
+            cudaMemcpyAsync(d_masks, sampling.masks.data(), bytes, cudaMemcpyHostToDevice, stream_),
+            "sample (token masks)");
+        cuda::apply_token_masks(d_logits, n, vocab, meta, d_masks, sampling.mask_words, stream_);
+    }
     auto* d_tokens = static_cast<int32_t*>(ensure(sample_tokens_, n * sizeof(int32_t)));
     cuda::argmax(d_logits, n, vocab, d_tokens, stream_);  // every row; sampled rows overwrite
     std::vector<int32_t> sorted;
@@ -61,9 +72,9 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
                    "sample (sort and choice)");
     }
     check("sample");
-    check_cuda(cudaMemcpyAsync(tokens, d_tokens, n * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                               stream_),
-               "sample");
+    check_cuda(
+        cudaMemcpyAsync(tokens, d_tokens, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+        "sample");
     for (int64_t i = 0; i < n; ++i)
         if (sampling.rows[static_cast<size_t>(i)].host)
             check_cuda(cudaMemcpyAsync(host_logits + i * vocab, d_logits + i * vocab,

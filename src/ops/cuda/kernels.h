@@ -280,6 +280,10 @@ void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float
 // sorted choice into tokens[rows[j]]. The workspace holds sort_workspace_bytes(m, vocab) bytes.
 void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
                  const LogitEdit* edits, int64_t first, int64_t count, cudaStream_t s);
+// Structured output: the logits of every masked row (meta[r].mask >= 0, not host) whose token's
+// bit is clear in masks[meta[r].mask * words, + words) become -inf.
+void apply_token_masks(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
+                       const uint32_t* masks, int32_t words, cudaStream_t s);
 size_t sort_workspace_bytes(int64_t m, int64_t vocab);
 cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* rows, int64_t m,
                           const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,

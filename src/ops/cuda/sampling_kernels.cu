@@ -37,6 +37,23 @@ __global__ void apply_edits_kernel(float* logits, int64_t rows, int64_t vocab,
     }
 }
 
+// One thread per 32 tokens of a row (one mask word): the row's mask index from its meta, the
+// word read once, the disallowed logits set to -inf. Rows without a mask return at once.
+__global__ void apply_token_masks_kernel(float* logits, int64_t vocab, const SampleRow* meta,
+                                         const uint32_t* masks, int32_t words) {
+    const int64_t r = blockIdx.y;
+    const int32_t m = meta[r].mask;
+    if (m < 0 || meta[r].host) return;
+    const int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+    if (w >= words) return;
+    const uint32_t bits = masks[int64_t(m) * words + w];
+    if (bits == 0xffffffffu) return;
+    float* l = logits + r * vocab;
+    const int64_t first = w * 32;
+    for (int b = 0; b < 32 && first + b < vocab; ++b)
+        if (!(bits >> b & 1u)) l[first + b] = -INFINITY;
+}
+
 // keys[j, :] = logits[rows[j], :], vals[j, :] = 0..vocab-1, offsets[j] = j * vocab.
 __global__ void gather_sort_input_kernel(const float* logits, int64_t vocab, const int32_t* rows,
                                          int64_t m, float* keys, int32_t* vals, int32_t* offsets) {
@@ -75,8 +92,8 @@ __device__ __forceinline__ double cand_prob(const float* key, int64_t i, float i
 // The first i in [0, n) whose inclusive prefix sum of q exceeds (strict) or reaches `target`;
 // n when none does. Every thread gets the answer.
 template <bool Strict>
-__device__ int64_t first_prefix_over(const float* key, int64_t n, float inv_t, float mx,
-                                     double sum, double target, ChooseShared& sh) {
+__device__ int64_t first_prefix_over(const float* key, int64_t n, float inv_t, float mx, double sum,
+                                     double target, ChooseShared& sh) {
     double running = 0.0;
     for (int64_t base = 0; base < n; base += kChooseThreads) {
         const int64_t i = base + threadIdx.x;
@@ -154,6 +171,13 @@ void apply_edits(float* logits, int64_t rows, int64_t vocab, const SampleRow* me
             logits, rows, vocab, meta, edits, first, count);
 }
 
+void apply_token_masks(float* logits, int64_t rows, int64_t vocab, const SampleRow* meta,
+                       const uint32_t* masks, int32_t words, cudaStream_t s) {
+    if (rows <= 0 || words <= 0) return;
+    const dim3 grid(static_cast<unsigned>((words + 127) / 128), static_cast<unsigned>(rows));
+    apply_token_masks_kernel<<<grid, 128, 0, s>>>(logits, vocab, meta, masks, words);
+}
+
 size_t sort_workspace_bytes(int64_t m, int64_t vocab) {
     size_t cub_bytes = 0;
     cub::DeviceSegmentedRadixSort::SortPairsDescending(
@@ -183,9 +207,8 @@ cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* row
     auto* vals_out = static_cast<int32_t*>(take(n * sizeof(int32_t)));
     auto* offsets = static_cast<int32_t*>(take((m + 1) * sizeof(int32_t)));
     size_t cub_bytes = bytes - static_cast<size_t>(p - static_cast<uint8_t*>(workspace));
-    gather_sort_input_kernel<<<dim3(static_cast<unsigned>((vocab + 1023) / 1024 < 64
-                                                              ? (vocab + 1023) / 1024
-                                                              : 64),
+    gather_sort_input_kernel<<<dim3(static_cast<unsigned>(
+                                        (vocab + 1023) / 1024 < 64 ? (vocab + 1023) / 1024 : 64),
                                     static_cast<unsigned>(m)),
                                256, 0, s>>>(logits, vocab, rows, m, keys_in, vals_in, offsets);
     const cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairsDescending(
