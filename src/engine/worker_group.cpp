@@ -8,6 +8,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
 #include "parallel/cpu_communicator.h"
+#include "parallel/topology.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
@@ -30,7 +31,10 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         if (static_cast<int>(options_.devices.size()) != options_.tp)
             bad_input("--devices names {} GPU(s) for --tp {}; give one per rank",
                       options_.devices.size(), options_.tp);
-        if (options_.tp > 1) group_ = make_gpu_comm_group(options_.devices);
+        if (options_.tp > 1) {
+            for (const std::string& line : topology_lines(gpu_topology())) log::info("{}", line);
+            group_ = make_gpu_comm_group(options_.devices);
+        }
     } else {
         group_ = std::make_shared<CpuCommGroup>(options_.tp);
     }
@@ -140,7 +144,7 @@ void WorkerGroup::run_worker(int rank) {
             if (!error_) error_ = std::current_exception();
         }
         // The others may be waiting for this rank to register its collectives' buffers.
-        if (group_) group_->barrier().abort(fmt::format("rank {} failed to start: {}", rank, e.what()));
+        if (group_) group_->abort(fmt::format("rank {} failed to start: {}", rank, e.what()));
     }
     uint64_t seen;
     {
@@ -182,7 +186,7 @@ void WorkerGroup::run_worker(int rank) {
                 if (!error_) error_ = std::current_exception();
             }
             // The other ranks would wait for this one in their next collective: they fail too.
-            if (group_) group_->barrier().abort(fmt::format("rank {} failed: {}", rank, e.what()));
+            if (group_) group_->abort(fmt::format("rank {} failed: {}", rank, e.what()));
         }
         {
             std::lock_guard<std::mutex> lock(mutex_);

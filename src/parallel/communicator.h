@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "parallel/rank_barrier.h"
 #include "util/tensor.h"
@@ -38,6 +39,9 @@ class CommGroup {
 public:
     virtual ~CommGroup() = default;
     virtual RankBarrier& barrier() = 0;
+    // A rank failed: every rank waiting in a collective (on the host, or on the device where the
+    // library can abort its kernels) stops and throws.
+    virtual void abort(const std::string& why) { barrier().abort(why); }
 };
 
 }  // namespace myriad

@@ -8,8 +8,10 @@
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
 #include "parallel/cuda/device_communicator.h"
+#include "parallel/cuda/nccl_communicator.h"
 #include "parallel/cuda/single_gpu_communicator.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace myriad::cuda {
 
@@ -84,14 +86,38 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) 
     const int n = device_count(nullptr);
     for (int d : devices)
         if (d < 0 || d >= n) bad_input("--devices: GPU {} requested but {} found", d, n);
+    // Distinct GPUs without peer access between some pair: NCCL (our kernels need to reach each
+    // other's memory). Otherwise our kernels (ranks sharing a GPU: NCCL refuses them anyway).
+    std::vector<int> sorted = devices;
+    std::sort(sorted.begin(), sorted.end());
+    const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    std::string no_peer;
+    for (size_t i = 0; i < devices.size() && distinct && no_peer.empty(); ++i)
+        for (size_t j = 0; j < devices.size() && no_peer.empty(); ++j) {
+            int can = 1;
+            if (i != j && cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) == cudaSuccess &&
+                !can)
+                no_peer = fmt::format("GPU {} cannot reach GPU {}'s memory", devices[i], devices[j]);
+        }
+    if (distinct && !no_peer.empty()) {
+        std::string why;
+        if (auto nccl = make_nccl_comm_group(devices, &why)) {
+            log::info("collectives: NCCL ({}: no kernels over peer memory)", no_peer);
+            return nccl;
+        }
+        log::info("collectives: {}, and NCCL is not usable ({})", no_peer, why);
+    }
     return std::make_shared<DeviceCommGroup>(devices);
 }
 
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
                                                     int rank, Ops& ops) {
-    auto g = std::dynamic_pointer_cast<DeviceCommGroup>(group);
     auto* cuda = dynamic_cast<CudaOps*>(&ops);
-    MYRIAD_CHECK(g && cuda, "a GPU communicator needs a GPU group and the CUDA backend");
+    MYRIAD_CHECK(cuda, "a GPU communicator needs the CUDA backend");
+    if (auto nccl = std::dynamic_pointer_cast<NcclCommGroup>(group))
+        return std::make_unique<NcclCommunicator>(std::move(nccl), rank, cuda->stream());
+    auto g = std::dynamic_pointer_cast<DeviceCommGroup>(group);
+    MYRIAD_CHECK(g, "a GPU communicator needs a GPU group");
     auto comm = std::make_unique<DeviceCommunicator>(std::move(g), rank, cuda->stream(),
                                                      /*bf16_wire=*/!cuda->exact());
     // The collectives that wait on the host cannot be recorded: no graphs with them.

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "parallel/cuda/cuda_topology.h"
 #include "parallel/cuda/device_check.h"
 #include "parallel/nccl_env.h"
@@ -81,6 +84,42 @@ void NcclCommunicator::all_gather(Tensor in, Tensor out) {
     check(group_->library().all_gather(in.data, out.data, bytes, nccl::DataType::Uint8,
                                        group_->comm(rank_), stream_),
           "all_gather");
+}
+
+NcclCommunicator::~NcclCommunicator() {
+    if (gather_) {
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        cudaFree(gather_);
+    }
+}
+
+void NcclCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
+    const size_t bytes = in.nbytes();
+    MYRIAD_CHECK(out.nbytes() == bytes * world(),
+                 "all_gather_columns: output holds {} bytes, need {}", out.nbytes(),
+                 bytes * world());
+    comm_check(cudaSetDevice(device_), "all_gather_columns");
+    if (gather_bytes_ < bytes * world()) {
+        if (gather_) {
+            comm_check(cudaStreamSynchronize(stream_), "all_gather_columns");
+            cudaFree(gather_);
+        }
+        gather_ = nullptr;
+        gather_bytes_ = 0;
+        comm_check(cudaMalloc(&gather_, bytes * world()), "all_gather_columns buffer");
+        gather_bytes_ = bytes * world();
+    }
+    check(group_->library().all_gather(in.data, gather_, bytes, nccl::DataType::Uint8,
+                                       group_->comm(rank_), stream_),
+          "all_gather_columns");
+    const size_t row = static_cast<size_t>(cols) * sizeof(float);
+    for (int r = 0; r < world(); ++r)
+        comm_check(cudaMemcpy2DAsync(static_cast<uint8_t*>(out.data) + r * row, row * world(),
+                                     static_cast<const uint8_t*>(gather_) + r * bytes, row, row,
+                                     static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream_),
+                   "all_gather_columns");
 }
 
 void NcclCommunicator::broadcast(void* data, size_t bytes, int root) {

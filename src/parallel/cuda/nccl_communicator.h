@@ -41,7 +41,7 @@ class NcclCommGroup final : public CommGroup {
     // A rank failed inside a step: aborts every NCCL communicator (kernels waiting for that rank
     // return; NCCL cannot be used by this group afterwards) and the meeting point. Teardown then
     // frees what is left without waiting for the GPUs.
-    void abort(const std::string& why);
+    void abort(const std::string& why) override;
 
   private:
     const nccl::Library& nccl_;
@@ -60,7 +60,10 @@ class NcclCommunicator final : public Communicator {
     // F32 sum, in place.
     void all_reduce_sum(Tensor t) override;
     void all_gather(Tensor in, Tensor out) override;
+    // all_gather into a buffer of this rank's, then each rank's slice into its columns.
+    void all_gather_columns(Tensor in, Tensor out) override;
     void broadcast(void* data, size_t bytes, int root) override;
+    bool graph_safe() const override { return true; }
     // The ranks' host threads meet (no stream work).
     void barrier() override { group_->barrier().arrive_and_wait(rank_, "barrier"); }
 
@@ -70,6 +73,10 @@ class NcclCommunicator final : public Communicator {
     std::shared_ptr<NcclCommGroup> group_;
     int rank_, device_;
     cudaStream_t stream_;
+    void* gather_ = nullptr;  // all_gather_columns' [world, rows, cols] (grown, never inside a graph
+    size_t gather_bytes_ = 0; // of a larger size than the uncaptured step before it)
+  public:
+    ~NcclCommunicator() override;
 };
 
 // The NCCL group of ranks on GPUs `devices` (devices[r] is rank r's; they must be distinct: NCCL
