@@ -95,8 +95,11 @@ struct DeviceVec {
     ~DeviceVec() { cudaFree(p); }
 };
 
+// The stream is waited for first: a copy to pageable memory that waits for its stream holds up
+// the other ranks' CUDA calls, while this stream's collective may wait for one of them.
 std::vector<float> fetch(const float* p, int64_t n, cudaStream_t s) {
     std::vector<float> v(static_cast<size_t>(n));
+    cudaStreamSynchronize(s);
     cudaMemcpyAsync(v.data(), p, sizeof(float) * n, cudaMemcpyDeviceToHost, s);
     cudaStreamSynchronize(s);
     return v;

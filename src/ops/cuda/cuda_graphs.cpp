@@ -106,6 +106,7 @@ bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
                *sampling, tokens, logits);
         return true;
     }
+    synchronize("graph replay");  // before the pageable copy (copy_to_host says why)
     check_cuda(
         cudaMemcpyAsync(logits, it->second.out, it->second.bytes, cudaMemcpyDeviceToHost, stream_),
         "graph replay");

@@ -172,6 +172,10 @@ void CudaOps::release_scratch(const ScratchMark& mark) {
 
 void CudaOps::copy_to_host(Tensor src, void* dst) {
     if (capturing_ >= 0) finish_capture(src);
+    // The stream first: a copy to pageable memory that waits for a stream holds up other
+    // threads' CUDA calls meanwhile, and a rank sharing the GPU may be the one this stream's
+    // collective waits for.
+    synchronize("copy_to_host");
     check_cuda(cudaMemcpyAsync(dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_),
                "copy_to_host");
     synchronize("copy_to_host");
