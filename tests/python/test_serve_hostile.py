@@ -386,8 +386,17 @@ def test_400_trickling_connections_starve_nobody():
 def test_connection_cap_drops_the_oldest_half_read():
     cap = 100
     attack = Tricklers(TRICKLERS)
+
+    def dropped_and_still_running(_server):
+        # The attack notices a closed connection on its next pass (once a second); the cap
+        # itself acts as the connections arrive.
+        deadline = time.time() + 60
+        while attack.reopened < TRICKLERS - cap and time.time() < deadline:
+            time.sleep(0.1)
+        return attack.open_now() > 0
+
     out = hold_under_attack(attack, flags=("--max-connections", str(cap)),
-                            still_running=lambda s: attack.open_now() > 0)
+                            still_running=dropped_and_still_running)
     print(f"{attack.reopened} trickling connections were closed and opened again")
     assert attack.reopened >= TRICKLERS - cap, "the cap held: old connections were closed"
     assert f"(--max-connections {cap})" in out
