@@ -90,7 +90,7 @@ bench: build
 	bash bench/run_cpu.sh
 
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.h')
+	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
 
 clean:
 	rm -rf $(BUILD)

@@ -19,7 +19,6 @@
 namespace myriad::testing {
 namespace {
 
-
 int count_lines(const std::string& s) {
     int n = 0;
     for (char ch : s) n += ch == '\n';
@@ -31,9 +30,10 @@ const std::string kShipped = std::string(MYRIAD_SOURCE_DIR) + "/models/myriad-ti
 TEST(Cli, GenerateIsTheSameAtEveryTensorParallelSize) {
     std::string first;
     for (int tp : {1, 2, 4}) {
-        Result r = run_myriad("--quiet generate " + kShipped +
-                              " --prompt-ids 3840,3843,17,5,9 --max-tokens 12 --temperature 0 --ids --tp " +
-                              std::to_string(tp));
+        Result r = run_myriad(
+            "--quiet generate " + kShipped +
+            " --prompt-ids 3840,3843,17,5,9 --max-tokens 12 --temperature 0 --ids --tp " +
+            std::to_string(tp));
         ASSERT_EQ(r.status, 0) << r.err;
         if (tp == 1) first = r.out;
         EXPECT_EQ(r.out, first) << "tp " << tp;
@@ -61,7 +61,8 @@ TEST(Cli, NaiveContextTokensSplitsPrefillAttentionWithTheSameTokens) {
 }
 
 TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
-    Result r = run_myriad("--quiet generate " + kShipped + " --prompt-ids 3840,3843,17 "
+    Result r = run_myriad("--quiet generate " + kShipped +
+                          " --prompt-ids 3840,3843,17 "
                           "--max-tokens 4 --temperature 0 --ids");
     ASSERT_EQ(r.status, 0) << r.err;
     const std::string first_id = r.out.substr(0, r.out.find_first_of(",\n"));
@@ -70,7 +71,8 @@ TEST(Cli, GenerateStopsAtTheStopTokenAndPrintsIt) {
     for (const char* f : {"config.json", "model.safetensors"})
         std::filesystem::create_symlink(kShipped + "/" + f, dir.file(f));
     dir.write("generation_config.json", "{\"eos_token_id\": [" + first_id + "]}");
-    Result s = run_myriad("--quiet generate " + dir.path() + " --prompt-ids 3840,3843,17 "
+    Result s = run_myriad("--quiet generate " + dir.path() +
+                          " --prompt-ids 3840,3843,17 "
                           "--max-tokens 4 --temperature 0 --ids");
     ASSERT_EQ(s.status, 0) << s.err;
     EXPECT_EQ(s.out, first_id + "\n");
@@ -87,7 +89,8 @@ TEST(Cli, GenerateFromTextEqualsGenerateFromItsTokens) {
     Result b = run_myriad("-q generate " + kShipped + " --prompt-ids " + ids + flags);
     ASSERT_EQ(a.status, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
-    Result chat = run_myriad("-q generate " + kShipped + " --chat hi --max-tokens 3 --temperature 0");
+    Result chat =
+        run_myriad("-q generate " + kShipped + " --chat hi --max-tokens 3 --temperature 0");
     EXPECT_EQ(chat.status, 0) << chat.err;
 }
 
@@ -295,10 +298,12 @@ TEST(Cli, TokenizerConfigEosIsAStopTokenAndIgnoreEosGoesPastIt) {
 }
 
 TEST(Cli, BadFlagsExitTwo) {
-    for (const char* args : {"generate --prompt-ids 1,x,3", "generate --prompt-ids 1 --tp 3",
-                             "generate --prompt-ids 999999", "generate --prompt-ids 1 --temperature -1",
-                             "inspect --tp 0", "frobnicate"}) {
-        Result r = run_myriad(std::string(args) + " " + (std::string(args) == "frobnicate" ? "" : kShipped));
+    for (const char* args :
+         {"generate --prompt-ids 1,x,3", "generate --prompt-ids 1 --tp 3",
+          "generate --prompt-ids 999999", "generate --prompt-ids 1 --temperature -1",
+          "inspect --tp 0", "frobnicate"}) {
+        Result r = run_myriad(std::string(args) + " " +
+                              (std::string(args) == "frobnicate" ? "" : kShipped));
         EXPECT_EQ(r.status, 2) << args << ": " << r.err;
         EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
     }
@@ -306,7 +311,7 @@ TEST(Cli, BadFlagsExitTwo) {
 
 // A broken copy of a valid random checkpoint: `mutate` edits the file bytes or folder.
 class BadCheckpoint : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { write_random_model(dir_.path(), small_config(), 3); }
     std::string weights() const { return dir_.file("model.safetensors"); }
     std::string bytes() const { return slurp(weights()); }
@@ -328,7 +333,8 @@ protected:
             EXPECT_EQ(r.status, 2) << cmd << r.err;
             EXPECT_EQ(count_lines(r.err), 1) << cmd << r.err;
             for (const auto& m : must_mention)
-                EXPECT_NE(r.err.find(m), std::string::npos) << cmd << ": '" << m << "' not in " << r.err;
+                EXPECT_NE(r.err.find(m), std::string::npos)
+                    << cmd << ": '" << m << "' not in " << r.err;
         }
     }
     TempDir dir_;
@@ -353,7 +359,10 @@ TEST_F(BadCheckpoint, HeaderLengthBeyondTheFile) {
 }
 
 TEST_F(BadCheckpoint, HeaderNotJson) {
-    edit_header([](std::string& h) { h[0] = '['; h[1] = '{'; });
+    edit_header([](std::string& h) {
+        h[0] = '[';
+        h[1] = '{';
+    });
     expect_bad({"model.safetensors"});
 }
 

@@ -77,7 +77,8 @@ void expect_matches(const EngineRig& rig, uint64_t id, const GoldenPrompt& p, in
     const int64_t t = static_cast<int64_t>(p.ids.size());
     auto it = rig.seen->logits.find({id, t - 1});
     ASSERT_NE(it, rig.seen->logits.end()) << what;
-    EXPECT_LE(row_error(it->second.data(), p.prefill.data() + (t - 1) * vocab, vocab), kTol) << what;
+    EXPECT_LE(row_error(it->second.data(), p.prefill.data() + (t - 1) * vocab, vocab), kTol)
+        << what;
     for (int64_t i = 0; i < 8 && i + 1 < static_cast<int64_t>(tokens.size()); ++i) {
         auto d = rig.seen->logits.find({id, t + i});
         ASSERT_NE(d, rig.seen->logits.end()) << what << " decode " << i;
@@ -85,12 +86,13 @@ void expect_matches(const EngineRig& rig, uint64_t id, const GoldenPrompt& p, in
             << what << " decode " << i;
     }
     // The goldens were drawn so every greedy pick has a clear top-2 margin.
-    EXPECT_EQ(tokens, std::vector<TokenId>(p.generated.begin(), p.generated.begin() + tokens.size()))
+    EXPECT_EQ(tokens,
+              std::vector<TokenId>(p.generated.begin(), p.generated.begin() + tokens.size()))
         << what;
 }
 
 class EngineGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {
-protected:
+  protected:
     std::string name() const { return std::get<0>(GetParam()); }
     int tp() const { return std::get<1>(GetParam()); }
 };
@@ -117,7 +119,8 @@ TEST_P(EngineGolden, ThreeSequencesOfDifferentLengthsInOneBatch) {
     expect_matches(rig, h1->id(), ref.p[1], ref.vocab, drain(*h1), "p1");
     auto it = rig.seen->logits.find({h2->id(), 29});
     ASSERT_NE(it, rig.seen->logits.end());
-    EXPECT_LE(row_error(it->second.data(), ref.p[0].prefill.data() + 29 * ref.vocab, ref.vocab), kTol);
+    EXPECT_LE(row_error(it->second.data(), ref.p[0].prefill.data() + 29 * ref.vocab, ref.vocab),
+              kTol);
 }
 
 TEST_P(EngineGolden, PreemptedAndResumed) {
@@ -179,11 +182,9 @@ std::vector<std::tuple<std::string, int>> params() {
     return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EngineGolden, ::testing::ValuesIn(params()),
-                         [](const auto& info) {
-                             return std::get<0>(info.param) + "_tp" +
-                                    std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, EngineGolden, ::testing::ValuesIn(params()), [](const auto& info) {
+    return std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
+});
 
 TEST(EngineSeeds, SameSeedSameTokensAloneOrAmongFifteenOthers) {
     auto ref = load_golden_reference("kimi_k2");
@@ -263,7 +264,8 @@ TEST(EngineTraffic, RandomRequestsAndCancellationsFreeEveryBlock) {
         for (int k = rng() % 4; k > 0 && submitted < 200; --k, ++submitted) {
             std::vector<int32_t> prompt;
             if (rng() % 2) prompt.assign(shared.begin(), shared.begin() + 1 + rng() % 40);
-            for (int n = 1 + rng() % 30; n > 0; --n) prompt.push_back(static_cast<int32_t>(rng() % 256));
+            for (int n = 1 + rng() % 30; n > 0; --n)
+                prompt.push_back(static_cast<int32_t>(rng() % 256));
             SamplingParams p;
             p.temperature = (rng() % 2) ? 0.0 : 0.8;
             p.max_tokens = 1 + rng() % 20;

@@ -140,7 +140,9 @@ TEST(WeightDtypes, Bf16AndF16CheckpointsEqualTheirF32Copies) {
     write_converted(src, DType::F16, false, f16.path());
     write_converted(src, DType::F32, true, f32_of_f16.path());
     const std::vector<int32_t> p = {5, 9, 100, 3, 77, 12};
-    auto logits = [&](const TempDir& d) { return sequence_logits(*load_model(d.path(), 1)->workers, p); };
+    auto logits = [&](const TempDir& d) {
+        return sequence_logits(*load_model(d.path(), 1)->workers, p);
+    };
     EXPECT_LT(max_row_rel_diff(logits(bf16), logits(f32_of_bf16), 128), 1e-6);
     EXPECT_LT(max_row_rel_diff(logits(f16), logits(f32_of_f16), 128), 1e-6);
     // F16 rounding of tiny values changes the model a little, not a lot.

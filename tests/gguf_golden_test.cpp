@@ -55,8 +55,8 @@ TEST_P(GgufGoldenTest, PrefillThenDecode) {
         EXPECT_LE(e2, g.tol) << "decode";
         worst = std::max({worst, e1, e2});
     }
-    std::printf("%-12s tp %d%s: max|ours - ref| / max|ref| = %.2e\n", g.folder, tp,
-                ep ? " ep" : "", worst);
+    std::printf("%-12s tp %d%s: max|ours - ref| / max|ref| = %.2e\n", g.folder, tp, ep ? " ep" : "",
+                worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, GgufGoldenTest,

@@ -6,8 +6,9 @@
 
 namespace myriad::testing {
 
-const char* const kGoldenModels[6] = {"v3_grouped_yarn",     "moonlight_plain", "yarn_params_mscale",
-                                      "v2lite_yarn_noqlora", "kimi_k2",         "kimi_k25"};
+const char* const kGoldenModels[6] = {
+    "v3_grouped_yarn",     "moonlight_plain", "yarn_params_mscale",
+    "v2lite_yarn_noqlora", "kimi_k2",         "kimi_k25"};
 
 std::string golden_dir(const std::string& name) {
     return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/" + name;

@@ -13,8 +13,8 @@
 #include "format/checkpoint.h"
 #include "format/safetensors_writer.h"
 #include "golden_reference.h"
-#include "temp_dir.h"
 #include "model_runner.h"
+#include "temp_dir.h"
 
 namespace myriad::testing {
 namespace {
@@ -24,7 +24,9 @@ constexpr double kTol = 1e-3;
 using Prompt = GoldenPrompt;
 using Reference = GoldenReference;
 
-Reference load_reference(const std::string& name) { return load_golden_reference(name); }
+Reference load_reference(const std::string& name) {
+    return load_golden_reference(name);
+}
 
 // Argmax of each row; the test compares tokens only where the reference's top-2 margin is clear.
 void expect_same_greedy_tokens(const std::vector<float>& ours, const std::vector<float>& ref,
@@ -47,7 +49,7 @@ const char* const* const kModels = kGoldenModels;
 
 // (model, tp, expert parallel)
 class Golden : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {
-protected:
+  protected:
     void SetUp() override {
         ref_ = load_reference(std::get<0>(GetParam()));
         model_ = load_model(golden_dir(std::get<0>(GetParam())), std::get<1>(GetParam()), {}, 64,
@@ -163,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::ValuesIn(golden_params()),
 double prefill_error(const std::string& name, ModelFaults faults) {
     Reference ref = load_reference(name);
     auto m = load_model(golden_dir(name), 1, {AttentionMode::Auto, faults});
-    return max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab);
+    return max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill,
+                            ref.vocab);
 }
 
 TEST(GoldenControl, HalfSplitRopeFails) {
@@ -207,14 +210,16 @@ TEST(GoldenLayout, KimiK25WithoutThePrefixGivesTheSameLogits) {
     for (const auto& name : src.names()) {
         TensorView v = src.get(name);
         std::string out = name.starts_with("language_model.") ? name.substr(15) : name;
-        tensors.push_back({out, v.dtype(), v.shape(), std::vector<uint8_t>(v.data, v.data + v.nbytes())});
+        tensors.push_back(
+            {out, v.dtype(), v.shape(), std::vector<uint8_t>(v.data, v.data + v.nbytes())});
     }
     write_safetensors(dir.file("model.safetensors"), tensors);
     std::filesystem::copy_file(golden_dir("kimi_k25") + "/config.json", dir.file("config.json"));
     GoldenReference ref = load_golden_reference("kimi_k25");
     auto m = load_model(dir.path(), 2);
-    EXPECT_LE(max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab),
-              kTol);
+    EXPECT_LE(
+        max_row_rel_diff(sequence_logits(*m->workers, ref.p[0].ids), ref.p[0].prefill, ref.vocab),
+        kTol);
 }
 
 }  // namespace

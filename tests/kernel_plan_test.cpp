@@ -60,8 +60,8 @@ TEST(KernelPlan, FormatsAndCache) {
     EXPECT_TRUE(has(all, "NVFP4 linears")) << all;
     EXPECT_FALSE(has(all, "FP8-block")) << all;
     EXPECT_TRUE(has(all, "latent cache in BF16")) << all;
-    auto fp8 = plan_gpu_kernels({"Test GPU", 90}, kDefault, {WeightFormat::Fp8Block},
-                                DType::F8_E4M3);
+    auto fp8 =
+        plan_gpu_kernels({"Test GPU", 90}, kDefault, {WeightFormat::Fp8Block}, DType::F8_E4M3);
     std::string f;
     for (const auto& l : fp8.lines) f += l + "\n";
     EXPECT_TRUE(has(f, "FP8-block linears") && has(f, "FP8 e4m3")) << f;

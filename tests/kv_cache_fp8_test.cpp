@@ -130,8 +130,7 @@ TEST(KvCacheDtype, ParsesTheFlagAndFollowsTheCheckpoint) {
         EXPECT_EQ(e.exit_status(), 2);
         EXPECT_NE(std::string(e.what()).find("--kv-cache-dtype int8"), std::string::npos);
     }
-    const std::string fp8_kv =
-        std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/nvfp4_all_linear";
+    const std::string fp8_kv = std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/nvfp4_all_linear";
     ModelConfig c = load_model_config(fp8_kv);
     std::string note;
     EXPECT_EQ(resolve_kv_cache_dtype(KvCacheDtype::Auto, c, &note), DType::F8_E4M3);
@@ -140,8 +139,7 @@ TEST(KvCacheDtype, ParsesTheFlagAndFollowsTheCheckpoint) {
     auto scales = read_kv_scales(c, Checkpoint::open(fp8_kv));
     ASSERT_EQ(scales.size(), 2u);
     EXPECT_EQ(scales[0], 0.02f);
-    ModelConfig plain =
-        load_model_config(std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/kimi_k2");
+    ModelConfig plain = load_model_config(std::string(MYRIAD_GOLDENS_ROOT) + "/goldens/kimi_k2");
     note.clear();
     EXPECT_EQ(resolve_kv_cache_dtype(KvCacheDtype::Auto, plain, &note), DType::F32);
     EXPECT_TRUE(note.empty());

@@ -395,7 +395,9 @@ TEST(ModelConfig, RoutingAndAttentionShapesAreValidated) {
 
 TEST(ModelConfig, CheckLayoutSaysWhichSizesWork) {
     ModelConfig v3 = load_model_config(fixture("deepseek-v3-fp8"));
-    auto validate_tp = [](const ModelConfig& c, int world) { check_layout(c, Layout(world, false)); };
+    auto validate_tp = [](const ModelConfig& c, int world) {
+        check_layout(c, Layout(world, false));
+    };
     for (int world : {1, 2, 4, 8, 16}) EXPECT_NO_THROW(validate_tp(v3, world)) << world;
     try {
         validate_tp(v3, 256);
@@ -427,8 +429,9 @@ TEST(ModelConfig, CheckLayoutSaysWhichSizesWork) {
         check_layout(odd, Layout(16, true));
         FAIL() << "accepted";
     } catch (const Error& e) {
-        EXPECT_HAS(std::string(e.what()), "--tp 16 --expert-parallel does not divide field "
-                                          "moe_intermediate_size * n_shared_experts = 1000");
+        EXPECT_HAS(std::string(e.what()),
+                   "--tp 16 --expert-parallel does not divide field "
+                   "moe_intermediate_size * n_shared_experts = 1000");
     }
 }
 

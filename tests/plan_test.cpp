@@ -154,8 +154,8 @@ TEST(PlanKv, BytesPerTokenAndReserves) {
     // + the naive attention's workspace: 8192 context rows of 4 * (512 + 64 + 8 * (128 + 128))
     //   bytes, a BF16 latent copy 2 * 8192 * 512, and 4 * 8192 tokens * 8 heads of log-sum-exp.
     const int64_t naive8 = 4 * 8192 * (512 + 64 + 8 * 256) + 2 * 8192 * 512 + 4 * 8192 * 8;
-    const int64_t act8 = 2 * 8192 * (3 * 7168 + 8 * 320 + 576 + 2 * 18432 / 8) +
-                         4 * 256 * 163840 / 8 + naive8;
+    const int64_t act8 =
+        2 * 8192 * (3 * 7168 + 8 * 320 + 576 + 2 * 18432 / 8) + 4 * 256 * 163840 / 8 + naive8;
     EXPECT_EQ(activation_bytes(c, o, 8, 1), act8);
     EXPECT_EQ(activation_bytes(c, o, 8, 8), act8);  // expert parallelism moves no activations
     // A smaller naive bound (ModelOptions::naive_context_tokens) shrinks only that workspace.
@@ -350,20 +350,21 @@ TEST(PlanCli, ServingSizesSetTheActivationReserve) {
         ++checked;
     }
     EXPECT_GE(checked, 4);
-    for (const char* flag : {"--max-num-seqs", "--max-num-batched-tokens",
-                             "--naive-context-tokens"}) {
+    for (const char* flag :
+         {"--max-num-seqs", "--max-num-batched-tokens", "--naive-context-tokens"}) {
         r = testing::run_myriad("plan " + model + " --gpus 8x96GB " + flag + " 0");
         EXPECT_EQ(r.status, 2) << flag;
         EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
     }
 }
 
-}  // namespace myriad::plan
+}  // namespace
 
 // A GGUF model (its splits together): every GGUF tensor the forward pass reads counts once, at
 // its stored size; kv_b_proj, rebuilt from attn_k_b and attn_v_b, counts at BF16 size.
 TEST(PlanWeights, GgufTensorsCountAtTheirStoredSize) {
-    for (const char* file : {"/q8_0_split/tiny-Q8_0-00001-of-00003.gguf", "/q4_k_m/tiny-Q4_K_M.gguf"}) {
+    for (const char* file :
+         {"/q8_0_split/tiny-Q8_0-00001-of-00003.gguf", "/q4_k_m/tiny-Q4_K_M.gguf"}) {
         const std::string path = std::string(MYRIAD_GGUF_GOLDENS_DIR) + file;
         const auto gguf = GgufModel::open(path);
         const ModelConfig c = gguf_model_config(*gguf);
@@ -390,4 +391,4 @@ TEST(PlanWeights, GgufTensorsCountAtTheirStoredSize) {
         EXPECT_EQ(j["chosen"]["gpus"], 1);
     }
 }
-}  // namespace
+}  // namespace myriad::plan

@@ -24,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result myriad(const std::string& args) { return run_myriad(args); }
+Result myriad(const std::string& args) {
+    return run_myriad(args);
+}
 
 std::string golden(const std::string& name) {
     return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_quant/" + name;

@@ -30,8 +30,8 @@ nlohmann::ordered_json small_config() {
     })");
 }
 
-void write_random_model(const std::string& dir, const nlohmann::ordered_json& json,
-                        uint64_t seed, const std::map<std::string, float>& scales) {
+void write_random_model(const std::string& dir, const nlohmann::ordered_json& json, uint64_t seed,
+                        const std::map<std::string, float>& scales) {
     {
         std::ofstream out(dir + "/config.json");
         out << json.dump(2);

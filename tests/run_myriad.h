@@ -27,8 +27,8 @@ inline std::string slurp(const std::string& path) {
 // `args` are appended to the executable's path as shell words.
 inline Result run_myriad(const std::string& args) {
     TempDir tmp;
-    std::string cmd = std::string(MYRIAD_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" +
-                      tmp.file("err");
+    std::string cmd =
+        std::string(MYRIAD_BINARY) + " " + args + " >" + tmp.file("out") + " 2>" + tmp.file("err");
     int rc = std::system(cmd.c_str());
     Result r;
     if (WIFEXITED(rc)) r.status = WEXITSTATUS(rc);

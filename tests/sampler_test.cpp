@@ -8,12 +8,11 @@
 namespace myriad {
 namespace {
 
-
 SampleResult draw(std::vector<float> logits, const SamplingParams& p, uint64_t seed = 1,
                   std::vector<TokenId> output = {}, std::vector<TokenId> prompt = {},
                   std::vector<TokenId> stops = {}) {
-    return sample_token(logits.data(), static_cast<int64_t>(logits.size()), p, seed, prompt,
-                        output, stops);
+    return sample_token(logits.data(), static_cast<int64_t>(logits.size()), p, seed, prompt, output,
+                        stops);
 }
 
 TEST(Sampler, GreedyAndTopKOnePickTheBest) {

@@ -103,12 +103,11 @@ void write_trace() {
     std::fprintf(f, "start_ns,end_ns,graph_id,grid,block,registers,name\n");
     for (const Record& r : g_records) {
         std::fprintf(f, "%llu,%llu,%u,%d,%d,%u,%s\n", (unsigned long long)r.start,
-                     (unsigned long long)r.end, r.graph, r.grid, r.block, r.regs,
-                     r.name->c_str());
+                     (unsigned long long)r.end, r.graph, r.grid, r.block, r.regs, r.name->c_str());
     }
     std::fclose(f);
-    std::fprintf(stderr, "cupti_trace: %zu kernels (%zu records dropped) in %s\n",
-                 g_records.size(), g_dropped, path);
+    std::fprintf(stderr, "cupti_trace: %zu kernels (%zu records dropped) in %s\n", g_records.size(),
+                 g_dropped, path);
 }
 
 }  // namespace

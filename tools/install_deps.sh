@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages myriad needs, only those missing. With --test, also what the tests
-# need: clang (libFuzzer), and the Python oracles in build/venv from tools/requirements-test.txt.
+# need: clang (libFuzzer), clang-format (the format check), and the Python oracles in build/venv from tools/requirements-test.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,7 +8,7 @@ pkgs=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libcli11-d
       libopenblas-dev libpcre2-dev libicu-dev xz-utils libboost1.81-dev
       libcurl4-openssl-dev libssl-dev libedit-dev)
 if [[ "${1:-}" == "--test" ]]; then
-    pkgs+=(libgtest-dev clang libclang-rt-dev python3 python3-venv)
+    pkgs+=(libgtest-dev clang libclang-rt-dev clang-format python3 python3-venv)
 fi
 
 missing=()

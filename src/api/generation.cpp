@@ -46,8 +46,7 @@ SamplingParams sampling_params(const ServerState& state, const GenerationFields&
     for (TokenId t : g.stop_token_ids)
         if (t < 0 || t >= vocab)
             fail(400, "stop_token_ids",
-                 "'stop_token_ids' has {}, outside this model's vocabulary of {} tokens", t,
-                 vocab);
+                 "'stop_token_ids' has {}, outside this model's vocabulary of {} tokens", t, vocab);
     for (const auto& [t, b] : g.logit_bias)
         if (t < 0 || t >= vocab)
             fail(400, "logit_bias",

@@ -75,8 +75,8 @@ void check_gpu_shares(const ModelConfig& config, const WorkerGroupOptions& wo,
                      : wo.kv_cache_dtype == KvCacheDtype::Fp32 ? DType::F32
                                                                : DType::BF16;
     need.kv_cache = wo.kv_blocks * wo.kv_block_size * plan::kv_bytes_per_token(config, kv);
-    need.reserve = plan::activation_bytes(config, po, wo.tp, ep) + po.workspace_bytes +
-                   po.cuda_graph_bytes;
+    need.reserve =
+        plan::activation_bytes(config, po, wo.tp, ep) + po.workspace_bytes + po.cuda_graph_bytes;
     if (const std::string why = plan::shared_gpu_problem(wo.devices, memory, need); !why.empty())
         bad_input("--tp {} on --devices {}: {}", wo.tp,
                   fmt::format("{}", fmt::join(wo.devices, ",")), why);

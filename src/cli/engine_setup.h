@@ -22,7 +22,7 @@ struct EngineFlags {
     int tp = 1;
     bool expert_parallel = false;
     std::string devices;  // --devices 0,0,1,1: each rank's GPU (empty: MYRIAD_CUDA_DEVICES, 0..)
-    int threads = 0;  // CPU threads in all; 0 = the machine's
+    int threads = 0;      // CPU threads in all; 0 = the machine's
     std::string device = "auto";
     std::string kv_cache_dtype = "auto";
     int64_t max_num_seqs = 64;

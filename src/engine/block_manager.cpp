@@ -96,7 +96,7 @@ void BlockManager::register_full_blocks(const std::vector<BlockId>& table,
         const uint64_t h = chain_hash(hashes.empty() ? 0 : hashes.back(), t, block_size_);
         hashes.push_back(h);
         Block& b = blocks_[table[i]];
-        if (b.hashed) continue;  // already registered (or taken from the cache)
+        if (b.hashed) continue;          // already registered (or taken from the cache)
         if (cached_.count(h)) continue;  // another block holds this prefix already
         b.hash = h;
         b.hashed = true;

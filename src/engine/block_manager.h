@@ -15,7 +15,7 @@
 namespace myriad {
 
 class BlockManager {
-public:
+  public:
     BlockManager(int64_t num_blocks, int64_t block_size, bool prefix_caching = true);
 
     int64_t block_size() const { return block_size_; }
@@ -49,7 +49,7 @@ public:
     void check_invariants() const;
     int64_t cache_hits() const { return hits_; }
 
-private:
+  private:
     struct Block {
         int32_t refs = 0;
         uint64_t hash = 0;

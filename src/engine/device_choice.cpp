@@ -13,7 +13,7 @@ GpuKernelPlan gpu_kernel_plan(const ModelConfig& config, const Checkpoint& check
         std::string why;
         const int n = cuda_device_count(&why);
         GpuKernelPlan p;
-        p.stop = n > 0 ? fmt::format("GPU {} requested but {} found", device, n)
+        p.stop = n > 0         ? fmt::format("GPU {} requested but {} found", device, n)
                  : why.empty() ? "no CUDA device"
                                : why;
         return p;

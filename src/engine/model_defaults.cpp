@@ -23,11 +23,13 @@ std::vector<TokenId> tokenizer_config_eos(const std::string& dir) {
     if (j.is_discarded() || !j.is_object()) bad_input("{}: not a JSON object", path);
     std::string eos;
     if (auto it = j.find("eos_token"); it != j.end()) {
-        if (it->is_string()) eos = it->get<std::string>();
+        if (it->is_string())
+            eos = it->get<std::string>();
         else if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
             eos = (*it)["content"].get<std::string>();
     }
-    if (eos.empty() || !j.contains("added_tokens_decoder") || !j["added_tokens_decoder"].is_object())
+    if (eos.empty() || !j.contains("added_tokens_decoder") ||
+        !j["added_tokens_decoder"].is_object())
         return {};
     for (const auto& [id, tok] : j["added_tokens_decoder"].items()) {
         if (tok.is_object() && tok.value("content", "") == eos) {

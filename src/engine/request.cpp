@@ -4,11 +4,16 @@ namespace myriad {
 
 const char* finish_reason_name(FinishReason r) {
     switch (r) {
-        case FinishReason::Stop: return "stop";
-        case FinishReason::Length: return "length";
-        case FinishReason::Abort: return "abort";
-        case FinishReason::Error: return "error";
-        case FinishReason::None: break;
+        case FinishReason::Stop:
+            return "stop";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::Abort:
+            return "abort";
+        case FinishReason::Error:
+            return "error";
+        case FinishReason::None:
+            break;
     }
     return "none";
 }

@@ -33,7 +33,7 @@ struct RequestOutput {
 };
 
 class RequestHandle {
-public:
+  public:
     explicit RequestHandle(uint64_t id) : id_(id) {}
     uint64_t id() const { return id_; }
     // Blocks until an output is queued; false once the final output was taken.
@@ -51,7 +51,7 @@ public:
     // Engine side.
     void push(RequestOutput out);
 
-private:
+  private:
     uint64_t id_;
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -9,7 +9,9 @@ namespace myriad {
 Scheduler::Scheduler(SchedulerConfig config, BlockManager& blocks)
     : config_(config), blocks_(blocks) {}
 
-void Scheduler::add(std::unique_ptr<Sequence> seq) { waiting_.push_back(std::move(seq)); }
+void Scheduler::add(std::unique_ptr<Sequence> seq) {
+    waiting_.push_back(std::move(seq));
+}
 
 std::vector<Sequence*> Scheduler::all() {
     std::vector<Sequence*> out;

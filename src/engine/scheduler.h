@@ -26,7 +26,7 @@ struct ScheduledSeq {
 };
 
 class Scheduler {
-public:
+  public:
     Scheduler(SchedulerConfig config, BlockManager& blocks);
 
     void add(std::unique_ptr<Sequence> seq);
@@ -42,7 +42,7 @@ public:
     // Every sequence, waiting or running (for cancellation checks).
     std::vector<Sequence*> all();
 
-private:
+  private:
     void preempt(size_t running_index);
 
     SchedulerConfig config_;

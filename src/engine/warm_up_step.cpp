@@ -95,7 +95,8 @@ StepInput warm_up_step(const WarmUpLimits& w) {
     // Block tables as long as real steps' can be: each sequence's up to a max_model_len context
     // (and a block ahead), the last one's also for the sequences this step lacks.
     const int64_t per_seq = (w.max_model_len + bs - 1) / bs + 1;
-    const int64_t missing = std::max<int64_t>(0, w.max_num_seqs - static_cast<int64_t>(st.seqs.size()));
+    const int64_t missing =
+        std::max<int64_t>(0, w.max_num_seqs - static_cast<int64_t>(st.seqs.size()));
     for (size_t i = 0; i < st.seqs.size(); ++i) {
         std::vector<BlockId>& t = st.seqs[i].block_table;
         const int64_t want = per_seq * (i + 1 == st.seqs.size() ? 1 + missing : 1);

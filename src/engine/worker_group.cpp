@@ -23,7 +23,7 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         bad_input("--expert-parallel: {} has no routed experts", config_.path);
     layout_ = Layout(options_.tp, options_.expert_parallel, 0);
     validate_checkpoint(config_, checkpoint_, layout_);  // check_layout: before any weight
-    if (options_.device == Device::Cuda) {  // decided before any weight is read
+    if (options_.device == Device::Cuda) {               // decided before any weight is read
         std::string why;
         if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
         if (options_.devices.empty())
@@ -65,9 +65,10 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
             bad_input("--device cuda {}", why);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
-    backend_samples_ = options_.tp == 1 &&
-                       (options_.sampling == BackendSampling::On ||
-                        (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda));
+    backend_samples_ =
+        options_.tp == 1 &&
+        (options_.sampling == BackendSampling::On ||
+         (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda));
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
@@ -131,8 +132,8 @@ void WorkerGroup::run_worker(int rank) {
             auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
             cpu->set_sampling(backend_samples_);
             ops = std::move(cpu);
-            comm = std::make_unique<CpuCommunicator>(
-                std::static_pointer_cast<CpuCommGroup>(group_), rank);
+            comm = std::make_unique<CpuCommunicator>(std::static_pointer_cast<CpuCommGroup>(group_),
+                                                     rank);
         }
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm,
                                              layout_.of_rank(rank), options_.model);

@@ -32,10 +32,10 @@ enum class BackendSampling : uint8_t { Auto, On, Off };
 
 struct WorkerGroupOptions {
     int tp = 1;
-    bool expert_parallel = false;  // whole routed experts per rank (--expert-parallel)
-    std::vector<int> devices;      // GPU of each rank (--devices); empty: 0, 1, ..., tp - 1
-    int threads = 0;              // CPU threads in all; 0 = the machine's
-    int64_t kv_blocks = 256;      // blocks per rank
+    bool expert_parallel = false;          // whole routed experts per rank (--expert-parallel)
+    std::vector<int> devices;              // GPU of each rank (--devices); empty: 0, 1, ..., tp - 1
+    int threads = 0;                       // CPU threads in all; 0 = the machine's
+    int64_t kv_blocks = 256;               // blocks per rank
     int64_t kv_block_size = kKvBlockSize;  // tokens per block
     KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype (generate, serve)
     Device device = Device::Cpu;  // --device: Cuda runs each rank on its GPU of `devices`
@@ -44,10 +44,11 @@ struct WorkerGroupOptions {
 };
 
 class WorkerGroup {
-public:
+  public:
     // Validates the checkpoint against the config once, then starts `tp` workers that load
     // their shards in parallel. Throws (bad input) before any worker starts if it cannot work.
-    WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint, WorkerGroupOptions options);
+    WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint,
+                WorkerGroupOptions options);
     ~WorkerGroup();
     WorkerGroup(const WorkerGroup&) = delete;
     WorkerGroup& operator=(const WorkerGroup&) = delete;
@@ -68,7 +69,7 @@ public:
     void step(const StepInput& step, float* logits, const StepSampling* sampling = nullptr,
               int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr);
 
-private:
+  private:
     void run_worker(int rank);
 
     ModelConfig config_;
@@ -82,8 +83,8 @@ private:
     std::vector<std::thread> threads_;
     std::mutex mutex_;
     std::condition_variable cv_;
-    int ready_ = 0;      // workers that finished loading
-    int done_ = 0;       // workers that finished the current step
+    int ready_ = 0;  // workers that finished loading
+    int done_ = 0;   // workers that finished the current step
     uint64_t generation_ = 0;
     bool stop_ = false;
     const StepInput* step_ = nullptr;

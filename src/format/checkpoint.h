@@ -14,7 +14,7 @@
 namespace myriad {
 
 class Checkpoint {
-public:
+  public:
     // `path` is a folder holding model.safetensors.index.json (sharded), model.safetensors, or
     // any *.safetensors files; or a single .safetensors file; or a .gguf file (the first of its
     // splits), whose tensors are read through gguf() instead. Bad input throws, naming the file.
@@ -40,7 +40,7 @@ public:
     std::vector<std::string> names() const;
     const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
 
-private:
+  private:
     std::string path_;
     std::string index_path_;  // empty when not sharded
     std::shared_ptr<const GgufModel> gguf_;

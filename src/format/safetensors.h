@@ -56,7 +56,7 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, uin
                                            const std::string& path);
 
 class SafetensorsFile {
-public:
+  public:
     explicit SafetensorsFile(const std::string& path);
 
     const std::string& path() const { return file_.path(); }
@@ -66,7 +66,7 @@ public:
     const TensorInfo* find(std::string_view name) const;
     TensorView view(const TensorInfo& info) const;
 
-private:
+  private:
     MappedFile file_;
     SafetensorsHeader header_;
     std::map<std::string, size_t, std::less<>> index_;

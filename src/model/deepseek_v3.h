@@ -25,9 +25,9 @@ enum class AttentionMode : uint8_t { Auto, Naive, Absorbed };
 // Deliberate mistakes, for control tests that prove the golden tests can fail. Never set in
 // the program.
 struct ModelFaults {
-    bool rope_half_split = false;     // rotate half-split pairs instead of adjacent pairs
-    bool no_mscale_squared = false;   // drop YaRN's mscale^2 from the softmax scale
-    bool drop_shared_experts = false; // leave out the shared experts
+    bool rope_half_split = false;      // rotate half-split pairs instead of adjacent pairs
+    bool no_mscale_squared = false;    // drop YaRN's mscale^2 from the softmax scale
+    bool drop_shared_experts = false;  // leave out the shared experts
 };
 
 struct ModelOptions {
@@ -41,7 +41,7 @@ struct ModelOptions {
 };
 
 class DeepseekV3 {
-public:
+  public:
     // Rank layout.rank() of layout.world(), which `comm` connects (check_layout passed).
     DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
                Communicator& comm, const Layout& layout, ModelOptions options = {});
@@ -65,10 +65,10 @@ public:
                  const StepSampling* sampling = nullptr, int32_t* tokens = nullptr,
                  LogprobRows* logprobs = nullptr);
 
-private:
+  private:
     void check_step(const StepInput& step, const KvCache& cache) const;
-    void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step,
-                   Tensor x, Tensor out);
+    void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step, Tensor x,
+                   Tensor out);
     // Which form each sequence of the step takes, and the naive form's calls and workspace.
     void plan_attention(const StepInput& step);
     // The naive form for sequences [n_absorbed_, ...) of the step, the calls of naive_calls_.

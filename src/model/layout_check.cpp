@@ -77,9 +77,10 @@ std::string gpu_shard_problem(const ModelConfig& c, const Layout& l) {
         if (!is_linear_weight(t.name) || t.shape.size() != 2) continue;
         const TensorShard s = tensor_shard(c, t, l);
         if (!s.held || (s.cols.size() % 8 == 0 && s.cols.begin % 8 == 0)) continue;
-        return fmt::format("{} [{}, {}] would hold inputs [{}, {}) on rank {}, and the CUDA "
-                           "kernels need a multiple of 8 inputs from a multiple of 8",
-                           t.name, t.shape[0], t.shape[1], s.cols.begin, s.cols.end, l.rank());
+        return fmt::format(
+            "{} [{}, {}] would hold inputs [{}, {}) on rank {}, and the CUDA "
+            "kernels need a multiple of 8 inputs from a multiple of 8",
+            t.name, t.shape[0], t.shape[1], s.cols.begin, s.cols.end, l.rank());
     }
     return {};
 }
@@ -98,10 +99,11 @@ std::string gpu_layout_problem(const ModelConfig& c, const Layout& l, const std:
         for (int r = 0; r < w && ok; ++r) ok = gpu_shard_problem(c, lw.of_rank(r)).empty();
         if (ok) working.push_back(w);
     }
-    return fmt::format("--tp {}{}: {}; --tp values the GPU can run{}: {}", l.tp(),
-                       l.expert_parallel() ? " --expert-parallel" : "", why,
-                       l.expert_parallel() ? " with --expert-parallel" : "",
-                       working.empty() ? std::string("none") : fmt::format("{}", fmt::join(working, ", ")));
+    return fmt::format(
+        "--tp {}{}: {}; --tp values the GPU can run{}: {}", l.tp(),
+        l.expert_parallel() ? " --expert-parallel" : "", why,
+        l.expert_parallel() ? " with --expert-parallel" : "",
+        working.empty() ? std::string("none") : fmt::format("{}", fmt::join(working, ", ")));
 }
 
 }  // namespace myriad

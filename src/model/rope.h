@@ -8,8 +8,8 @@
 namespace myriad {
 
 struct RopeTable {
-    std::vector<float> inv_freq;     // [qk_rope_head_dim / 2]
-    float attention_factor = 1.0f;   // multiplies cos and sin
+    std::vector<float> inv_freq;    // [qk_rope_head_dim / 2]
+    float attention_factor = 1.0f;  // multiplies cos and sin
 };
 
 // 0.1 * m * ln(s) + 1 for s > 1, else 1.

@@ -1,5 +1,6 @@
 // Which tensors a DeepSeek-V3 checkpoint must hold, their shapes, and how each is split across
-// tensor-parallel ranks (reference.md §1.8; the Layout of src/parallel cuts each). The loader and `myriad inspect` share this table.
+// tensor-parallel ranks (reference.md §1.8; the Layout of src/parallel cuts each). The loader and
+// `myriad inspect` share this table.
 #pragma once
 
 #include <cstdint>

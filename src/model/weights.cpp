@@ -88,9 +88,10 @@ class Loader {
         if (!shard.held) return {};  // a routed expert of another rank
         WeightSource src;
         if (const uint64_t seed = ckpt_.synthetic_seed()) {
-            src = synthetic_source(
-                e, is_linear_weight(name) ? linear_format(config_, name, prefix_) : WeightFormat::Dense,
-                config_, seed);
+            src = synthetic_source(e,
+                                   is_linear_weight(name) ? linear_format(config_, name, prefix_)
+                                                          : WeightFormat::Dense,
+                                   config_, seed);
         } else if (const GgufModel* gguf = ckpt_.gguf()) {
             src = gguf_weight_source(config_, *gguf, e, scratch_);
         } else if (is_linear_weight(name)) {

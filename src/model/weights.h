@@ -33,7 +33,7 @@ struct ModelWeights {
     int64_t vocab_begin = 0;
     std::vector<LayerWeights> layers;
     Weight final_norm;
-    Weight lm_head;  // same vocabulary rows as embed
+    Weight lm_head;    // same vocabulary rows as embed
     size_t bytes = 0;  // backend bytes held by this rank
 };
 

@@ -28,9 +28,10 @@ Device resolve_device(const std::string& flag, int tp, std::string* note,
     if (flag == "cuda") {
         if (gpus == 0) bad_input("--device cuda: {}; use --device cpu", why);
         if (!placed && tp > gpus)
-            bad_input("--tp {} with --device cuda: {} GPU(s) found; --devices places ranks on "
-                      "them, several on one allowed (e.g. --devices {})",
-                      tp, gpus, fmt::format("{}", fmt::join(std::vector<int>(tp, 0), ",")));
+            bad_input(
+                "--tp {} with --device cuda: {} GPU(s) found; --devices places ranks on "
+                "them, several on one allowed (e.g. --devices {})",
+                tp, gpus, fmt::format("{}", fmt::join(std::vector<int>(tp, 0), ",")));
         return Device::Cuda;
     }
     if (gpus == 0) return Device::Cpu;  // no GPU here: the CPU, silently
@@ -44,9 +45,10 @@ Device resolve_device(const std::string& flag, int tp, std::string* note,
     }
     if (note)
         *note = tp == 1 ? "device: cuda (GPU 0; --device cpu for the CPU)"
-                        : fmt::format("device: cuda ({} ranks; --devices places them, --device "
-                                      "cpu for the CPU)",
-                                      tp);
+                        : fmt::format(
+                              "device: cuda ({} ranks; --devices places them, --device "
+                              "cpu for the CPU)",
+                              tp);
     return Device::Cuda;
 }
 
@@ -72,8 +74,8 @@ std::vector<int> parse_devices(const std::string& flag, int tp) {
         char* end = nullptr;
         const long v = one.empty() ? -1 : std::strtol(one.c_str(), &end, 10);
         if (one.empty() || *end != '\0' || v < 0 || v > 1023)
-            bad_input("{} {}: expected GPU indices separated by commas, e.g. 0,1 or 0,0,0,0",
-                      what, list);
+            bad_input("{} {}: expected GPU indices separated by commas, e.g. 0,1 or 0,0,0,0", what,
+                      list);
         out.push_back(static_cast<int>(v));
         i = j + 1;
     }
@@ -158,8 +160,7 @@ std::unique_ptr<Communicator> make_single_gpu_communicator() {
 std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>&) {
     bad_input("--device cuda: {}", kNoCuda);
 }
-std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>&, int,
-                                                    Ops&) {
+std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>&, int, Ops&) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 double cuda_copy_bandwidth(int) {

@@ -18,7 +18,8 @@ struct BuiltArch {
 BuiltArch parse_arch(const std::string& s) {
     BuiltArch a;
     size_t i = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) a.cc = a.cc * 10 + (s[i++] - '0');
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])))
+        a.cc = a.cc * 10 + (s[i++] - '0');
     if (i < s.size() && (s[i] == 'a' || s[i] == 'f')) {
         a.specific = true;
         ++i;
@@ -41,7 +42,8 @@ std::string format_line(WeightFormat f) {
             return "FP8-block linears: dequantised in registers up to 16 rows, expanded to BF16 by "
                    "tiles for cuBLASLt above";
         case WeightFormat::Nvfp4:
-            return "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
+            return "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to "
+                   "BF16 "
                    "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
                    "expert or from 8 tokens";
         case WeightFormat::Int4Group:
@@ -49,7 +51,8 @@ std::string format_line(WeightFormat f) {
                    "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
                    "expert or from 8 tokens";
         case WeightFormat::GgufBlock:
-            return "GGUF block-quantised linears: dequantised to BF16 at load (no CUDA kernel reads "
+            return "GGUF block-quantised linears: dequantised to BF16 at load (no CUDA kernel "
+                   "reads "
                    "ggml blocks; they take the BF16 kernels and their memory)";
     }
     return "";
@@ -88,11 +91,11 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
         return p;
     }
     p.lines.push_back(fmt::format("GPU {}: {}, {}; kernels built for {}{}", gpu.index, gpu.name,
-                                  sm(gpu.cc),
-                                  built_list,
-                                  sass ? "" : " (no machine code for this GPU: the driver compiles "
-                                              "the PTX at start, which takes minutes; " +
-                                                  rebuild + ")"));
+                                  sm(gpu.cc), built_list,
+                                  sass ? ""
+                                       : " (no machine code for this GPU: the driver compiles "
+                                         "the PTX at start, which takes minutes; " +
+                                             rebuild + ")"));
     for (WeightFormat f : formats) p.lines.push_back(format_line(f));
     p.lines.push_back(fmt::format(
         "attention: MLA prefill, and absorbed decode over the paged latent cache in {}",

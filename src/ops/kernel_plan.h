@@ -13,9 +13,9 @@
 namespace myriad {
 
 struct GpuInfo {
-    std::string name;  // "NVIDIA H200"
-    int cc = 0;        // compute capability, major * 10 + minor (90 for sm_90)
-    int index = 0;     // which GPU of the machine (the messages name it)
+    std::string name;     // "NVIDIA H200"
+    int cc = 0;           // compute capability, major * 10 + minor (90 for sm_90)
+    int index = 0;        // which GPU of the machine (the messages name it)
     uint64_t memory = 0;  // total bytes of its memory (0: unknown)
 };
 

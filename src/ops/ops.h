@@ -20,7 +20,7 @@ namespace myriad {
 enum class RopeStyle : uint8_t { AdjacentPairs, HalfSplit };
 
 struct RopeParams {
-    Tensor inv_freq;  // F32 [rope_dim / 2] on the device
+    Tensor inv_freq;                // F32 [rope_dim / 2] on the device
     float attention_factor = 1.0f;  // multiplies cos and sin (YaRN)
     RopeStyle style = RopeStyle::AdjacentPairs;
 };
@@ -67,7 +67,7 @@ struct MlpWeights {
 };
 
 class Ops {
-public:
+  public:
     virtual ~Ops() = default;
     virtual Device device() const = 0;
 
@@ -165,8 +165,8 @@ public:
     virtual void rope(Tensor q, int64_t offset, const RopeParams& rope) = 0;
     // For each new token: latent = rmsnorm(ckv[:, :latent_dim]), k_rot = rope(ckv[:, latent_dim:]),
     // written into the token's cache slot. ckv [T, latent_dim + rope_dim].
-    virtual void mla_cache_append(Tensor ckv, const Weight& norm, float eps,
-                                  const RopeParams& rope, const KvLayerView& cache) = 0;
+    virtual void mla_cache_append(Tensor ckv, const Weight& norm, float eps, const RopeParams& rope,
+                                  const KvLayerView& cache) = 0;
     // rope(q, offset, r), then mla_cache_append(ckv, norm, eps, r, cache) for the same tokens. By
     // default the two calls; a backend may rotate q in the same pass over the new tokens.
     virtual void mla_rope_and_append(Tensor q, int64_t offset, Tensor ckv, const Weight& norm,
@@ -205,8 +205,8 @@ public:
     // Absorbed attention over the latent cache for sequences [seq_begin, seq_end): scores
     // q_lat·c + q_rot·k_rot, output o_lat [T, H, latent] = softmax · c; causal by position.
     virtual void mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
-                                        const KvLayerView& cache, size_t seq_begin,
-                                        size_t seq_end, float softmax_scale, Tensor o_lat) = 0;
+                                        const KvLayerView& cache, size_t seq_begin, size_t seq_end,
+                                        float softmax_scale, Tensor o_lat) = 0;
     // out [T, H, dv] = per head W_UV[h] · o_lat[h].
     virtual void mla_absorb_v(Tensor o_lat, const Weight& kv_b, int64_t nope_dim, int64_t v_dim,
                               Tensor out) = 0;

@@ -40,7 +40,7 @@ struct QuantizedData {
     // (reference.md §2.2; the NVFP4 goldens' gate and up scales always differ).
     float global_scale = 1.0f;
     float input_scale = 0.0f;  // Nvfp4 static activation scale, recorded (W4A16 on the CPU)
-    uint32_t gguf_type = 0;  // GgufBlock: the ggml type id (format/gguf_quants.h)
+    uint32_t gguf_type = 0;    // GgufBlock: the ggml type id (format/gguf_quants.h)
     int64_t row_offset = 0, col_offset = 0;
     size_t bytes = 0;  // codes + scales held by this shard
 };

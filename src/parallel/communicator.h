@@ -11,7 +11,7 @@
 namespace myriad {
 
 class Communicator {
-public:
+  public:
     virtual ~Communicator() = default;
     virtual int rank() const = 0;
     virtual int world() const = 0;
@@ -36,7 +36,7 @@ public:
 // What the ranks of one group share (one per group, then a communicator per rank): the meeting
 // point, which the owner aborts when a rank fails and resets once every rank left its step.
 class CommGroup {
-public:
+  public:
     virtual ~CommGroup() = default;
     virtual RankBarrier& barrier() = 0;
     // A rank failed: every rank waiting in a collective (on the host, or on the device where the

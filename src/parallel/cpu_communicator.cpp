@@ -19,8 +19,7 @@ CpuCommunicator::CpuCommunicator(std::shared_ptr<CpuCommGroup> group, int rank)
 }
 
 void CpuCommunicator::all_reduce_sum(Tensor t) {
-    MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}",
-                 dtype_name(t.dtype));
+    MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}", dtype_name(t.dtype));
     const int world = group_->world_;
     if (world == 1) return;
     const size_t n = static_cast<size_t>(t.numel());
@@ -57,10 +56,10 @@ void CpuCommunicator::all_gather(Tensor in, Tensor out) {
 void CpuCommunicator::all_gather_columns(Tensor in, Tensor out) {
     const int world = group_->world_;
     const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
-    MYRIAD_CHECK(in.dtype == DType::F32 && out.dtype == DType::F32 &&
-                     out.numel() == in.numel() * world,
-                 "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows,
-                 cols, world, out.numel());
+    MYRIAD_CHECK(
+        in.dtype == DType::F32 && out.dtype == DType::F32 && out.numel() == in.numel() * world,
+        "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows, cols,
+        world, out.numel());
     auto& g = *group_;
     g.slots_[rank_] = in.data;
     wait("all_gather_columns");

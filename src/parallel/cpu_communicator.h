@@ -12,12 +12,12 @@ namespace myriad {
 
 // State shared by the ranks of one group; create once, then one CpuCommunicator per rank.
 class CpuCommGroup final : public CommGroup {
-public:
+  public:
     explicit CpuCommGroup(int world);
     int world() const { return world_; }
     RankBarrier& barrier() override { return barrier_; }
 
-private:
+  private:
     friend class CpuCommunicator;
     int world_;
     RankBarrier barrier_;
@@ -26,7 +26,7 @@ private:
 };
 
 class CpuCommunicator final : public Communicator {
-public:
+  public:
     CpuCommunicator(std::shared_ptr<CpuCommGroup> group, int rank);
     int rank() const override { return rank_; }
     int world() const override { return group_->world_; }
@@ -36,7 +36,7 @@ public:
     void broadcast(void* data, size_t bytes, int root) override;
     void barrier() override { wait("barrier"); }
 
-private:
+  private:
     void wait(const char* op) { group_->barrier_.arrive_and_wait(rank_, op); }
     std::shared_ptr<CpuCommGroup> group_;
     int rank_;

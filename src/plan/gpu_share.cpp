@@ -27,11 +27,12 @@ std::string shared_gpu_problem(const std::vector<int>& devices, const std::vecto
         if (need.total() <= budget) continue;
         const auto ranks = std::count(devices.begin(), devices.end(), d);
         const std::string split =
-            ranks > 1 ? fmt::format("{} ranks share GPU {}: each may use {:.0f}% of its {} / {} = {}",
-                                    ranks, d, 100 * utilization, gb(static_cast<int64_t>(memory[d])),
-                                    ranks, gb(budget))
-                      : fmt::format("GPU {} may give {:.0f}% of its {} = {}", d, 100 * utilization,
-                                    gb(static_cast<int64_t>(memory[d])), gb(budget));
+            ranks > 1
+                ? fmt::format("{} ranks share GPU {}: each may use {:.0f}% of its {} / {} = {}",
+                              ranks, d, 100 * utilization, gb(static_cast<int64_t>(memory[d])),
+                              ranks, gb(budget))
+                : fmt::format("GPU {} may give {:.0f}% of its {} = {}", d, 100 * utilization,
+                              gb(static_cast<int64_t>(memory[d])), gb(budget));
         return fmt::format(
             "{}, but a rank needs {} (weights {}, KV cache {}, activations and reserves {}); "
             "place fewer ranks on that GPU (--devices), lower --kv-blocks, or use more GPUs",

@@ -41,7 +41,9 @@ std::string gb(int64_t bytes) {
     return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9);
 }
 
-std::string Layout::label() const { return myriad::Layout(tp, ep > 1).label(); }
+std::string Layout::label() const {
+    return myriad::Layout(tp, ep > 1).label();
+}
 
 int64_t kv_bytes_per_token(const ModelConfig& c, DType kv_dtype) {
     return c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim) *
@@ -56,11 +58,11 @@ int64_t activation_bytes(const ModelConfig& c, const PlanOptions& o, int tp, int
     const int64_t heads = c.num_attention_heads / split, L = o.naive_context_tokens;
     const int64_t per_token = 3 * c.hidden_size + heads * (c.qk_head_dim() + c.v_head_dim) +
                               c.kv_lora_rank + c.qk_rope_head_dim + 2 * ffn / split;
-    const int64_t naive = 4 * L * (c.kv_lora_rank + c.qk_rope_head_dim +
-                                   heads * (c.qk_nope_head_dim + c.v_head_dim)) +
-                          2 * L * c.kv_lora_rank + 4 * o.max_batched_tokens * heads;
-    return 2 * o.max_batched_tokens * per_token + 4 * o.max_num_seqs * c.vocab_size / split +
-           naive;
+    const int64_t naive =
+        4 * L *
+            (c.kv_lora_rank + c.qk_rope_head_dim + heads * (c.qk_nope_head_dim + c.v_head_dim)) +
+        2 * L * c.kv_lora_rank + 4 * o.max_batched_tokens * heads;
+    return 2 * o.max_batched_tokens * per_token + 4 * o.max_num_seqs * c.vocab_size / split + naive;
 }
 
 Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions& o) {

@@ -68,7 +68,7 @@ struct Plan {
     std::vector<Layout> layouts;
     std::optional<size_t> chosen;  // index into layouts
     DType kv_dtype = DType::BF16;
-    std::string kv_note;  // where the KV dtype came from
+    std::string kv_note;   // where the KV dtype came from
     std::string moe_note;  // how the chosen layout places the routed experts, and why
     int64_t context = 0, concurrency = 1;
 };

@@ -14,7 +14,7 @@ namespace myriad {
 using TokenId = int32_t;
 
 class Tokenizer {
-public:
+  public:
     virtual ~Tokenizer() = default;
 
     // Loads from a folder holding tokenizer.json, or tiktoken.model (+ tokenizer_config.json),

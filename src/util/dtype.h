@@ -9,7 +9,22 @@
 
 namespace myriad {
 
-enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, U8, I8, I32, I64, F64, BOOL, I16, U16, U32, U64 };
+enum class DType : uint8_t {
+    F32,
+    F16,
+    BF16,
+    F8_E4M3,
+    U8,
+    I8,
+    I32,
+    I64,
+    F64,
+    BOOL,
+    I16,
+    U16,
+    U32,
+    U64
+};
 
 // Bytes per element.
 size_t dtype_size(DType dt);

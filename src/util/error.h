@@ -12,13 +12,13 @@ namespace myriad {
 enum class ErrorKind { BadInput, Internal };
 
 class Error : public std::runtime_error {
-public:
+  public:
     Error(ErrorKind kind, std::string message)
         : std::runtime_error(std::move(message)), kind_(kind) {}
     ErrorKind kind() const { return kind_; }
     int exit_status() const { return kind_ == ErrorKind::BadInput ? 2 : 1; }
 
-private:
+  private:
     ErrorKind kind_;
 };
 
@@ -34,9 +34,9 @@ template <typename... Args>
     throw Error(ErrorKind::Internal, fmt::format(f, std::forward<Args>(args)...));
 }
 
-#define MYRIAD_CHECK(cond, ...)                              \
-    do {                                                     \
-        if (!(cond)) ::myriad::internal_error(__VA_ARGS__);  \
+#define MYRIAD_CHECK(cond, ...)                             \
+    do {                                                    \
+        if (!(cond)) ::myriad::internal_error(__VA_ARGS__); \
     } while (0)
 
 }  // namespace myriad

@@ -8,7 +8,7 @@
 namespace myriad {
 
 class MappedFile {
-public:
+  public:
     // Maps `path` read-only; throws a bad-input Error naming the file when it cannot be opened.
     explicit MappedFile(const std::string& path);
     ~MappedFile();
@@ -19,7 +19,7 @@ public:
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;

@@ -33,7 +33,9 @@ struct Tensor {
     // Elements per step of dimension `i` (contiguous row-major).
     int64_t stride(int i) const;
     template <typename T>
-    T* ptr() const { return static_cast<T*>(data); }
+    T* ptr() const {
+        return static_cast<T*>(data);
+    }
     // Rows [begin, end) of the outermost dimension.
     Tensor rows(int64_t begin, int64_t end) const;
     // The same memory with another shape of equal element count.
@@ -43,13 +45,13 @@ struct Tensor {
 
 // Owned, aligned host memory; the backing store of CPU tensors.
 class Buffer {
-public:
+  public:
     Buffer() = default;
     explicit Buffer(size_t bytes);
     void* data() const { return data_.get(); }
     size_t size() const { return size_; }
 
-private:
+  private:
     struct Free {
         void operator()(void* p) const;
     };

@@ -11,7 +11,7 @@
 namespace myriad {
 
 class ThreadPool {
-public:
+  public:
     // `threads` = total workers including the caller; 1 runs everything inline.
     explicit ThreadPool(int threads);
     ~ThreadPool();
@@ -22,7 +22,7 @@ public:
     // Calls fn(begin, end) over disjoint chunks covering [0, n); returns when all are done.
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
-private:
+  private:
     void worker_loop(int index);
 
     std::vector<std::thread> workers_;

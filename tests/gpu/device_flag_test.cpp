@@ -1,5 +1,6 @@
 // --device auto on a machine with a GPU: the GPU for one rank, and for several when --devices
-// places them, else the CPU (saying why); --device cuda is taken. The machine without a GPU: tests/device_flag_test.cpp.
+// places them, else the CPU (saying why); --device cuda is taken. The machine without a GPU:
+// tests/device_flag_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,8 +39,7 @@ TEST(GpuDeviceFlag, KernelPlanAndGguf) {
     ASSERT_EQ(plan.stop, "");
     ASSERT_FALSE(plan.lines.empty());
     EXPECT_NE(plan.lines[0].find("sm_"), std::string::npos) << plan.lines[0];
-    const std::string gguf =
-        std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/q4_k_m/tiny-Q4_K_M.gguf";
+    const std::string gguf = std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/q4_k_m/tiny-Q4_K_M.gguf";
     ModelConfig gc = load_model_config(gguf);
     Checkpoint gk = Checkpoint::open(gguf);
     EXPECT_EQ(choose_device("auto", 1, gc, gk, &note), Device::Cuda) << note;

@@ -17,11 +17,12 @@
 // checks, flips explained by the two backends' score difference at that token, router inputs
 // and logits within kDefaultTol before a flip, the same greedy token there wherever the CPU's
 // top-2 logit margin exceeds kClearMargin of the row's largest |logit| (the logits move by
-// about 1e-2 of their size in this mode, so an absolute margin of 1e-2 is no clear call). The share of all positions whose greedy token
-// differs (at close calls, and after flips, which move every later position) is printed per
-// config and, over all configs together, must stay at most 5 % (2 % in exact mode), so a
-// regression in a BF16 path shows as a number that moved. (Per config it is not bounded: the
-// tiny random models have few close calls each, so one flip is already several percent.)
+// about 1e-2 of their size in this mode, so an absolute margin of 1e-2 is no clear call). The share
+// of all positions whose greedy token differs (at close calls, and after flips, which move every
+// later position) is printed per config and, over all configs together, must stay at most 5 % (2 %
+// in exact mode), so a regression in a BF16 path shows as a number that moved. (Per config it is
+// not bounded: the tiny random models have few close calls each, so one flip is already several
+// percent.)
 //
 // MYRIAD_DIFF_DIRS=dir1:dir2 runs the same comparison, exact mode, on checkpoint folders instead
 // (each with prompts.json: {"prompts": [[ids...], ...], "decode": N}), printing for each prompt
@@ -147,7 +148,7 @@ struct Report {
     int compared_positions = 0, excluded_positions = 0, decisions = 0;
     int clear = 0, clear_agree = 0, unclear = 0, unclear_disagree = 0;
     int64_t first_token_difference = -1;  // position of the first greedy difference
-    std::vector<int32_t> cpu_greedy;       // the CPU's greedy token after each step
+    std::vector<int32_t> cpu_greedy;      // the CPU's greedy token after each step
 };
 
 // The records of one step on both backends, position p0.. of the sequence; updates `flip_at` (the
@@ -205,8 +206,8 @@ void compare_routes(const std::vector<RouteRecord>& cpu, const std::vector<Route
                             std::abs(g.weights[t * k + m] - c.weights[t * k + j]) >
                                 tol * std::max(1.0f, std::abs(c.weights[t * k + j])))
                             rep.failures.push_back(fmt::format(
-                                "layer {} position {}: expert {} weight gpu {} cpu {}", c.layer, pos,
-                                c.ids[t * k + j], g.weights[t * k + m], c.weights[t * k + j]));
+                                "layer {} position {}: expert {} weight gpu {} cpu {}", c.layer,
+                                pos, c.ids[t * k + j], g.weights[t * k + m], c.weights[t * k + j]));
                 continue;
             }
             const bool groups_differ = dc.group_kept != dg.group_kept;
@@ -236,7 +237,8 @@ void compare_logits(const std::vector<float>& cpu, const std::vector<float>& gpu
         const float* g = &gpu[r * vocab];
         const Top2 tc = top2(c, vocab), tg = top2(g, vocab);
         if (tc.best != tg.best && rep.first_token_difference < 0) rep.first_token_difference = pos;
-        const double scale = std::max(std::abs(c[tc.best]), std::abs(*std::min_element(c, c + vocab)));
+        const double scale =
+            std::max(std::abs(c[tc.best]), std::abs(*std::min_element(c, c + vocab)));
         const bool clear = tc.margin > kClearMargin * scale;
         if (clear) {
             ++rep.clear;
@@ -254,8 +256,8 @@ void compare_logits(const std::vector<float>& cpu, const std::vector<float>& gpu
         rep.worst_logits = std::max(rep.worst_logits, rel);
         const double tol = exact ? kExactTol : kDefaultTol;
         if (rel > tol)
-            rep.failures.push_back(fmt::format("position {}: logits ‖gpu−cpu‖/‖cpu‖ {:.3e} > {:.0e}",
-                                               pos, rel, tol));
+            rep.failures.push_back(
+                fmt::format("position {}: logits ‖gpu−cpu‖/‖cpu‖ {:.3e} > {:.0e}", pos, rel, tol));
         if (tc.best != tg.best && (exact ? tc.margin > kTieGap : clear))
             rep.failures.push_back(fmt::format(
                 "position {}: greedy token cpu {} gpu {} with no routing flip before it (CPU "
@@ -369,10 +371,13 @@ json base_config() {
 }
 
 json yarn(double factor, int64_t orig, double mscale, double mscale_all) {
-    return {{"type", "yarn"},           {"factor", factor},
+    return {{"type", "yarn"},
+            {"factor", factor},
             {"original_max_position_embeddings", orig},
-            {"beta_fast", 32.0},        {"beta_slow", 1.0},
-            {"mscale", mscale},         {"mscale_all_dim", mscale_all}};
+            {"beta_fast", 32.0},
+            {"beta_slow", 1.0},
+            {"mscale", mscale},
+            {"mscale_all_dim", mscale_all}};
 }
 
 // The configuration: hidden 128, 4 layers (2 dense), 16 experts in 4 groups (2 kept),
@@ -434,7 +439,8 @@ std::vector<RandomCase> random_cases(int count, uint64_t seed) {
         j["kv_lora_rank"] = pick<int64_t>(rng, {32, 64});
         j["qk_nope_head_dim"] = pick<int64_t>(rng, {16, 32});
         j["qk_rope_head_dim"] = pick<int64_t>(rng, {16, 32});
-        j["v_head_dim"] = format == "int4" || format == "nvfp4-all" ? 32 : pick<int64_t>(rng, {16, 32});
+        j["v_head_dim"] =
+            format == "int4" || format == "nvfp4-all" ? 32 : pick<int64_t>(rng, {16, 32});
         j["moe_intermediate_size"] = pick<int64_t>(rng, {32, 64});
         const int64_t experts = pick<int64_t>(rng, {2, 4, 8, 16, 24, 64, 160, 256, 384});
         std::vector<int64_t> groups;
@@ -442,7 +448,8 @@ std::vector<RandomCase> random_cases(int count, uint64_t seed) {
             if (experts % g == 0 && experts / g >= 2) groups.push_back(g);
         const int64_t n_group = groups[uniform(rng, 0, static_cast<int64_t>(groups.size()) - 1)];
         const int64_t topk_group = uniform(rng, 1, n_group);
-        const int64_t top_k = uniform(rng, 1, std::min<int64_t>(8, topk_group * (experts / n_group)));
+        const int64_t top_k =
+            uniform(rng, 1, std::min<int64_t>(8, topk_group * (experts / n_group)));
         j["n_routed_experts"] = experts;
         j["n_group"] = n_group;
         j["topk_group"] = topk_group;
@@ -546,7 +553,8 @@ void run_cases(bool exact) {
     for (const RandomCase& rc : random_cases(case_count(), 20261202)) {
         SCOPED_TRACE(rc.name);
         const ModelConfig c = case_config(rc);
-        const Checkpoint ckpt = Checkpoint::synthetic(0x19D1FFull + std::hash<std::string>{}(rc.name));
+        const Checkpoint ckpt =
+            Checkpoint::synthetic(0x19D1FFull + std::hash<std::string>{}(rc.name));
         std::printf("%s: %s\n", rc.name.c_str(), describe(rc.config, rc.format).c_str());
         std::unique_ptr<Backends> b;
         try {
@@ -572,9 +580,9 @@ void run_cases(bool exact) {
         std::printf("    greedy tokens differ at %d of %d positions (%.1f %%)\n", disagree,
                     positions, 100.0 * disagree / std::max(positions, 1));
         if (!all.failures.empty()) ++failed_cases;
-        EXPECT_TRUE(all.failures.empty()) << rc.name << ": " << all.failures.size()
-                                          << " failures, the first: "
-                                          << (all.failures.empty() ? "" : all.failures.front());
+        EXPECT_TRUE(all.failures.empty())
+            << rc.name << ": " << all.failures.size()
+            << " failures, the first: " << (all.failures.empty() ? "" : all.failures.front());
     }
     std::printf("%d cases failed; greedy tokens differ at %d of %d positions (%.2f %%)\n",
                 failed_cases, pooled_disagree, pooled_positions,
@@ -633,9 +641,13 @@ TEST(GpuDifferential, ChecksCatchWrongChoices) {
     }
 }
 
-TEST(GpuDifferential, ExactModeRandomConfigs) { run_cases(true); }
+TEST(GpuDifferential, ExactModeRandomConfigs) {
+    run_cases(true);
+}
 
-TEST(GpuDifferential, DefaultModeRandomConfigs) { run_cases(false); }
+TEST(GpuDifferential, DefaultModeRandomConfigs) {
+    run_cases(false);
+}
 
 // Checkpoint folders named by MYRIAD_DIFF_DIRS (tools/divergence_case.py writes them).
 TEST(GpuDifferential, CheckpointFolders) {
@@ -669,8 +681,9 @@ TEST(GpuDifferential, CheckpointFolders) {
                             fmt::format("{}", fmt::join(r.cpu_greedy, ",")).c_str());
                 EXPECT_EQ(r.cpu_greedy, hf) << "the CPU's greedy tokens differ from transformers'";
             }
-            EXPECT_TRUE(r.failures.empty()) << r.failures.size() << " failures, the first: "
-                                            << (r.failures.empty() ? "" : r.failures.front());
+            EXPECT_TRUE(r.failures.empty())
+                << r.failures.size()
+                << " failures, the first: " << (r.failures.empty() ? "" : r.failures.front());
         }
     }
 }

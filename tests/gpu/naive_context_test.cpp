@@ -14,8 +14,8 @@
 #include "model/deepseek_v3.h"
 #include "model/kv_cache.h"
 #include "ops/backend.h"
-#include "parallel/cuda/single_gpu_communicator.h"
 #include "parallel/cpu_communicator.h"
+#include "parallel/cuda/single_gpu_communicator.h"
 
 namespace myriad::testing {
 namespace {

@@ -316,8 +316,8 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     const bool fused = seqs > 1;
     auto qf = randn(t * heads * (nope + rope));
     Tensor qf_gpu = dev(qf, {t, heads, nope + rope});
-    cpu.mla_rope_and_append(host(qf, {t, heads, nope + rope}), nope,
-                            host(ckv, {t, latent + rope}), nc, 1e-6f, rc, cache.cpu);
+    cpu.mla_rope_and_append(host(qf, {t, heads, nope + rope}), nope, host(ckv, {t, latent + rope}),
+                            nc, 1e-6f, rc, cache.cpu);
     if (fused) {
         gpu->mla_rope_and_append(qf_gpu, nope, dev(ckv, {t, latent + rope}), ng, 1e-6f, rg,
                                  cache.gpu);

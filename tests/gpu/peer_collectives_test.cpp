@@ -139,11 +139,11 @@ TEST_P(PeerAllReduce, EqualsTheCpuSumToTheBitOnEveryRank) {
                 const std::vector<float> got = fetch(dout.p, n, s);
                 comm.check_step();
                 const int64_t bad = first_difference(got, want);
-                EXPECT_EQ(bad, -1) << "rank " << rank << " of " << world << ", " << n
-                                   << " floats, " << (algo == PeerAlgo::OneShot ? "one" : "two")
-                                   << "-shot: element " << bad << " is "
-                                   << (bad >= 0 ? got[bad] : 0) << ", the CPU's "
-                                   << (bad >= 0 ? want[bad] : 0);
+                EXPECT_EQ(bad, -1)
+                    << "rank " << rank << " of " << world << ", " << n << " floats, "
+                    << (algo == PeerAlgo::OneShot ? "one" : "two") << "-shot: element " << bad
+                    << " is " << (bad >= 0 ? got[bad] : 0) << ", the CPU's "
+                    << (bad >= 0 ? want[bad] : 0);
             }
             // In place, as the forward pass calls it (the chosen algorithm).
             cudaMemcpyAsync(din.p, in.data(), sizeof(float) * n, cudaMemcpyHostToDevice, s);
@@ -205,8 +205,9 @@ TEST_P(PeerGraphReplay, AThousandReplaysGiveTheSameBits) {
             }
             comm.check_step();
             EXPECT_EQ(wrong, 0) << "rank " << rank << ", " << c.n << " floats, "
-                                << (c.algo == PeerAlgo::OneShot ? "one" : "two") << "-shot: "
-                                << wrong << " of 10 checked replays differ from the CPU's sum";
+                                << (c.algo == PeerAlgo::OneShot ? "one" : "two")
+                                << "-shot: " << wrong
+                                << " of 10 checked replays differ from the CPU's sum";
         }
         cudaStreamSynchronize(s);
         comm.barrier();  // no rank frees while another still replays

@@ -18,7 +18,8 @@ TEST_F(GpuOpsTest, SampleMatchesTheHostChoice) {
         SCOPED_TRACE(::testing::Message() << "vocab " << vocab);
         const int64_t n = vocab > 10000 ? 24 : 160;
         std::vector<float> logits = randn(n * vocab, 3.0f);
-        for (int64_t i = 0; i + 1 < n * vocab; i += 7) logits[i] = logits[i + 1];  // ties: lower id first
+        for (int64_t i = 0; i + 1 < n * vocab; i += 7)
+            logits[i] = logits[i + 1];  // ties: lower id first
         std::uniform_real_distribution<double> u(0.0, 1.0);
         StepSampling s;
         for (int64_t r = 0; r < n; ++r) {
@@ -34,8 +35,8 @@ TEST_F(GpuOpsTest, SampleMatchesTheHostChoice) {
             row.edits_begin = static_cast<int32_t>(s.edits.size());
             if (kind == 6) {
                 for (int e = 0; e < 20; ++e)
-                    s.edits.push_back({static_cast<int32_t>(rng() % vocab), LogitEdit::Repetition,
-                                       1.5f});
+                    s.edits.push_back(
+                        {static_cast<int32_t>(rng() % vocab), LogitEdit::Repetition, 1.5f});
                 s.edits.push_back({static_cast<int32_t>(rng() % vocab), LogitEdit::Add, 9.0f});
                 s.edits.push_back({static_cast<int32_t>(rng() % vocab), LogitEdit::Mask, 0.0f});
             }

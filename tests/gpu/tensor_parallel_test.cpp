@@ -139,8 +139,8 @@ void check_layout_on_one_gpu(const std::string& dir, int tp, bool ep) {
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::BadInput) << e.what();
             EXPECT_NE(std::string(e.what()).find("multiple of 8"), std::string::npos) << e.what();
-            std::printf("%-20s tp %d%s: refused: %s\n", dir.substr(dir.rfind('/') + 1).c_str(),
-                        tp, ep ? " ep" : "", e.what());
+            std::printf("%-20s tp %d%s: refused: %s\n", dir.substr(dir.rfind('/') + 1).c_str(), tp,
+                        ep ? " ep" : "", e.what());
         }
         return;
     }
@@ -173,10 +173,11 @@ void check_layout_on_one_gpu(const std::string& dir, int tp, bool ep) {
                 "mixed (decode row)", t);
     compare_run({got.begin() + vocab, got.end()}, {want.begin() + vocab, want.end()}, vocab,
                 "mixed (prefill row)", t);
-    std::printf("%-20s tp %d%s: worst ‖tp − tp1‖/‖tp1‖ %.2e over %d rows; greedy token the same "
-                "at %d (%d near-ties left out)\n",
-                dir.substr(dir.rfind('/') + 1).c_str(), tp, ep ? " ep" : "", t.worst_rel, t.rows,
-                t.compared, t.ties);
+    std::printf(
+        "%-20s tp %d%s: worst ‖tp − tp1‖/‖tp1‖ %.2e over %d rows; greedy token the same "
+        "at %d (%d near-ties left out)\n",
+        dir.substr(dir.rfind('/') + 1).c_str(), tp, ep ? " ep" : "", t.worst_rel, t.rows,
+        t.compared, t.ties);
     EXPECT_GT(t.compared, t.rows / 2) << "too many near-ties to judge the greedy tokens";
 }
 
@@ -222,12 +223,12 @@ TEST_P(GpuTensorParallelTp8, MatchesTp1) {
 }
 
 // The 8-head goldens (intermediate and moe_intermediate 256): TP 2, 4 and 8.
-INSTANTIATE_TEST_SUITE_P(Goldens, GpuTensorParallelTp8,
-                         ::testing::ValuesIn(params({"goldens/tp8_bf16", "goldens_quant/tp8_fp8_block",
-                                                     "goldens_quant/tp8_nvfp4",
-                                                     "goldens_quant/tp8_int4"},
-                                                    {2, 4, 8})),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, GpuTensorParallelTp8,
+    ::testing::ValuesIn(params({"goldens/tp8_bf16", "goldens_quant/tp8_fp8_block",
+                                "goldens_quant/tp8_nvfp4", "goldens_quant/tp8_int4"},
+                               {2, 4, 8})),
+    param_name);
 
 // GGUF block weights on the GPU (dequantised to BF16 at load), one rank and two on one GPU,
 // against the CPU backend reading the blocks themselves: the BF16 rounding of the weights moves
@@ -236,7 +237,8 @@ TEST(GpuGguf, BlockWeightsDequantisedAtLoadMatchTheCpu) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
     ExactMode exact;
-    for (const char* file : {"q4_k_m/tiny-Q4_K_M.gguf", "q8_0_split/tiny-Q8_0-00001-of-00003.gguf"}) {
+    for (const char* file :
+         {"q4_k_m/tiny-Q4_K_M.gguf", "q8_0_split/tiny-Q8_0-00001-of-00003.gguf"}) {
         const std::string path = std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/" + file;
         const std::string dir = path.substr(0, path.rfind('/'));
         GoldenReference ref = load_reference_in(dir);
@@ -254,8 +256,8 @@ TEST(GpuGguf, BlockWeightsDequantisedAtLoadMatchTheCpu) {
                         0.05f);
             compare_run(sequence_logits(*gpu->workers, dec, past, 1), want_dec, vocab, "decode", t,
                         0.05f);
-            std::printf("%-40s gpu tp %d vs cpu: worst %.2e over %d rows, %d near-ties\n", file,
-                        tp, t.worst_rel, t.rows, t.ties);
+            std::printf("%-40s gpu tp %d vs cpu: worst %.2e over %d rows, %d near-ties\n", file, tp,
+                        t.worst_rel, t.rows, t.ties);
             EXPECT_GT(t.compared, t.rows / 2) << file;
         }
     }
@@ -275,7 +277,8 @@ TEST(GpuTensorParallelErrors, BadStepFailsEveryRankAndTheNextStepRuns) {
     EXPECT_THROW(m->workers->step(bad, logits.data()), Error);
     StepInput good = single_sequence_step({1, 2, 3}, 0, bs, {2});
     EXPECT_NO_THROW(m->workers->step(good, logits.data()));
-    EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+    EXPECT_TRUE(
+        std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
 }
 
 }  // namespace

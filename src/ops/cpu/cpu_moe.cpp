@@ -10,8 +10,8 @@
 
 namespace myriad {
 
-void CpuOps::moe_route(Tensor x, const Weight& gate, const Weight& bias,
-                       const RouterParams& p, Tensor ids, Tensor weights) {
+void CpuOps::moe_route(Tensor x, const Weight& gate, const Weight& bias, const RouterParams& p,
+                       Tensor ids, Tensor weights) {
     const int64_t t_count = x.dim(0), n_exp = p.n_experts, k = p.top_k;
     MYRIAD_CHECK(gate.rows == n_exp && bias.rows * bias.cols == n_exp,
                  "router: gate has {} rows and bias {} values for {} experts", gate.rows,
@@ -45,8 +45,9 @@ void CpuOps::moe_route(Tensor x, const Weight& gate, const Weight& bias,
                     group_score[g] = best + second;
                 }
                 std::iota(order.begin(), order.begin() + p.n_group, 0);
-                std::stable_sort(order.begin(), order.begin() + p.n_group,
-                                 [&](int64_t a, int64_t c) { return group_score[a] > group_score[c]; });
+                std::stable_sort(
+                    order.begin(), order.begin() + p.n_group,
+                    [&](int64_t a, int64_t c) { return group_score[a] > group_score[c]; });
                 for (int64_t r = p.topk_group; r < p.n_group; ++r)
                     for (int64_t e = order[r] * per_group; e < (order[r] + 1) * per_group; ++e)
                         choice[e] = -INFINITY;
@@ -86,7 +87,8 @@ void CpuOps::moe_experts(Tensor x, Tensor ids, Tensor weights,
         const int64_t n = static_cast<int64_t>(rows.size()), inter = w.gate.rows;
         Tensor xe = scratch(DType::F32, {n, hidden});
         for (int64_t i = 0; i < n; ++i)
-            std::copy_n(x.ptr<float>() + rows[i].first * hidden, hidden, xe.ptr<float>() + i * hidden);
+            std::copy_n(x.ptr<float>() + rows[i].first * hidden, hidden,
+                        xe.ptr<float>() + i * hidden);
         Tensor g = scratch(DType::F32, {n, inter});
         Tensor u = scratch(DType::F32, {n, inter});
         linear(xe, w.gate, g);

@@ -13,7 +13,7 @@
 namespace myriad {
 
 class CpuOps : public Ops {
-public:
+  public:
     // `threads`: worker threads for this backend's own loops (attention, norms).
     explicit CpuOps(int threads = 1);
     ~CpuOps() override;
@@ -69,7 +69,7 @@ public:
     void moe_experts(Tensor x, Tensor ids, Tensor weights, const std::vector<MlpWeights>& experts,
                      Tensor out) override;
 
-private:
+  private:
     const StepInput& step() const;
     ThreadPool pool_;
     const StepInput* step_ = nullptr;

@@ -81,8 +81,8 @@ __device__ __forceinline__ int64_t context_slot(const KvView& kv, const StepView
 // kAppendThreads * kAppendLatent, rope widths up to 2 * kAppendThreads (CudaOps checks).
 constexpr int kAppendThreads = 256, kAppendLatent = 4, kAppendQ = 8;
 __global__ void __launch_bounds__(kAppendThreads)
-    cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps,
-                        RopeView r, KvView kv, StepView st, QRope qr) {
+    cache_append_kernel(const float* ckv, const void* norm, bool norm_bf16, float eps, RopeView r,
+                        KvView kv, StepView st, QRope qr) {
     const int64_t t = blockIdx.x, width = entry_width(kv), half = kv.rope / 2;
     const int tid = threadIdx.x;
     float g[kAppendLatent];
@@ -386,8 +386,8 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const int64_t width = a.part_stride;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
-    const int64_t splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1,
-                                                a.splits);
+    const int64_t splits =
+        decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1, a.splits);
     if (splits <= 1) return;
     const int64_t d = int64_t(blockIdx.z) * kJoinThreads + threadIdx.x;
     const int lane = threadIdx.x % kWarp;
@@ -412,16 +412,16 @@ __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, S
 // fit about one wave, and the first eight splits' values are loaded before the weights are
 // known.
 constexpr int kWideJoinThreads = 128, kWideJoinBatch = 8;
-__global__ void __launch_bounds__(kWideJoinThreads) join_splits_wide_kernel(AttnArgs a,
-                                                                            StepView st) {
+__global__ void __launch_bounds__(kWideJoinThreads)
+    join_splits_wide_kernel(AttnArgs a, StepView st) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     __shared__ float weight[kMaxSplits];
     const int64_t r = blockIdx.x, h = blockIdx.y;
     const int64_t width = a.part_stride;
     const float* p = a.part + (r * a.heads + h) * a.splits * width;
-    const int64_t splits = decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1,
-                                                a.splits);
+    const int64_t splits =
+        decode_active_splits(int64_t(st.positions[a.row_begin + r]) + 1, a.splits);
     if (splits <= 1) return;
     const int tid = threadIdx.x;
     const int64_t quads = a.dv / 4;
@@ -496,8 +496,8 @@ DecodeLayout decode_layout(const KvView& kv, int threads) {
     const int64_t dk = kv.latent + kv.rope;
     L.entry_bytes = dk * kv_elem_bytes(kv.type);
     // 16-byte copies need 16-byte entries; values are read in quads of the latent.
-    if (kv.latent < 4 || kv.latent % 4 != 0 || kv.latent > 4 * threads ||
-        L.entry_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(kv.data) % 16 != 0)
+    if (kv.latent < 4 || kv.latent % 4 != 0 || kv.latent > 4 * threads || L.entry_bytes % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(kv.data) % 16 != 0)
         return L;
     const int64_t tile =
         std::min<int64_t>(kDecMaxTile, kDecStageBytes / L.entry_bytes) / warps * warps;
@@ -752,8 +752,8 @@ __global__ void __launch_bounds__(kDecThreads)
 constexpr int kAbsorbCols = 64, kAbsorbSlices = 4, kAbsorbTile = 8, kAbsorbHeld = 32;
 template <int T>
 __global__ void __launch_bounds__(kAbsorbCols* kAbsorbSlices)
-    absorb_q_kernel(const float* q, int64_t tokens, int64_t heads, int64_t dq,
-                    const uint16_t* kv_b, int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
+    absorb_q_kernel(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
+                    int64_t dn, int64_t dv, int64_t latent, float* q_lat) {
     __shared__ float part[kAbsorbSlices][T][kAbsorbCols];
     const int64_t t0 = int64_t(blockIdx.x) * T, h = blockIdx.y;
     const int rows = static_cast<int>(tokens - t0 < T ? tokens - t0 : T);
@@ -894,8 +894,8 @@ void cache_append(const float* ckv, int64_t tokens, const void* norm, bool norm_
                   cudaStream_t s) {
     // (CudaOps::cache_append holds the widths to what the kernel takes.)
     if (tokens > 0)
-        launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), kAppendThreads, 0, s, ckv, norm,
-                   norm_bf16, eps, r, kv, st, q);
+        launch_pdl(cache_append_kernel, static_cast<unsigned>(tokens), kAppendThreads, 0, s, ckv,
+                   norm, norm_bf16, eps, r, kv, st, q);
 }
 
 void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int64_t seq_end,

@@ -65,7 +65,8 @@ double copy_bandwidth(int index) {
     std::vector<float> ms;
     for (int i = 0; i < 11; ++i) {
         check_cuda(cudaEventRecord(start), "copy bandwidth");
-        check_cuda(cudaMemcpy(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice), "copy bandwidth");
+        check_cuda(cudaMemcpy(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice),
+                   "copy bandwidth");
         check_cuda(cudaEventRecord(stop), "copy bandwidth");
         check_cuda(cudaEventSynchronize(stop), "copy bandwidth");
         float t = 0;
@@ -97,7 +98,8 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) 
             int can = 1;
             if (i != j && cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) == cudaSuccess &&
                 !can)
-                no_peer = fmt::format("GPU {} cannot reach GPU {}'s memory", devices[i], devices[j]);
+                no_peer =
+                    fmt::format("GPU {} cannot reach GPU {}'s memory", devices[i], devices[j]);
         }
     if (distinct && !no_peer.empty()) {
         std::string why;

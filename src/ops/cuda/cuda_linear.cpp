@@ -114,12 +114,12 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         auto buf = std::make_shared<DeviceBuffer>(
             std::max<size_t>(static_cast<size_t>(w.rows * w.cols) * (vector ? 4 : 2), 1));
         synthesize(vector ? SynthKind::DenseF32 : SynthKind::DenseBf16, sv.seed, sv.center,
-                   sv.amplitude, w.rows, w.cols, s.src_cols, s.row_begin, s.col_begin,
-                   buf->data(), stream_);
+                   sv.amplitude, w.rows, w.cols, s.src_cols, s.row_begin, s.col_begin, buf->data(),
+                   stream_);
         check("synthetic weight");
         synchronize("synthetic weight");
-        w.data = Tensor(buf->data(), vector ? DType::F32 : DType::BF16, {w.rows, w.cols},
-                        Device::Cuda);
+        w.data =
+            Tensor(buf->data(), vector ? DType::F32 : DType::BF16, {w.rows, w.cols}, Device::Cuda);
         w.storage = buf;
         return w;
     }
@@ -158,8 +158,8 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         const auto type = static_cast<GgufType>(q.gguf_type);
         std::vector<float> row(static_cast<size_t>(w.cols));
         auto dequant = [&](int64_t r) {
-            gguf_dequantize_range(type, q.codes + (s.row_begin + r) * q.code_row_bytes,
-                                  s.col_begin, w.cols, row.data());
+            gguf_dequantize_range(type, q.codes + (s.row_begin + r) * q.code_row_bytes, s.col_begin,
+                                  w.cols, row.data());
         };
         if (s.src_rows == 1) {
             dequant(0);
@@ -198,10 +198,9 @@ Weight CudaOps::load_weight(const WeightSource& s) {
                    w.rows, width, q.code_row_bytes, s.row_begin, cb0, dw->codes.data(), stream_);
         check("synthetic weight");
     } else {
-        check_cuda(cudaMemcpy2DAsync(dw->codes.data(), width,
-                                     q.codes + s.row_begin * q.code_row_bytes + cb0,
-                                     q.code_row_bytes, width, w.rows, cudaMemcpyHostToDevice,
-                                     stream_),
+        check_cuda(cudaMemcpy2DAsync(
+                       dw->codes.data(), width, q.codes + s.row_begin * q.code_row_bytes + cb0,
+                       q.code_row_bytes, width, w.rows, cudaMemcpyHostToDevice, stream_),
                    "weight upload");
     }
     // Scales: the blocks the shard touches.

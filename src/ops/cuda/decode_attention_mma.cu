@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     decode_mma_kernel(AttnArgs a, StepView st, MmaLayout L) {
     extern __shared__ __align__(16) unsigned char mma_smem[];
     uint16_t* keys = reinterpret_cast<uint16_t*>(mma_smem);
-    float* scores = reinterpret_cast<float*>(mma_smem + L.score_off);  // [warp][head][key]
+    float* scores = reinterpret_cast<float*>(mma_smem + L.score_off);      // [warp][head][key]
     uint16_t* probs = reinterpret_cast<uint16_t*>(mma_smem + L.prob_off);  // hi, then lo
     float* row_m = reinterpret_cast<float*>(mma_smem + L.stat_off);  // running max (log2 units)
     float* row_l = row_m + kHeadsPerBlock;                           // running sum
@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kMmaThreads)
             if (p >= k1) {
                 if (zero)
                     for (int v = lane; v < chunks16; v += kWarp)
-                        *reinterpret_cast<uint4*>(dst + j * stride + 8 * v) = make_uint4(0, 0, 0, 0);
+                        *reinterpret_cast<uint4*>(dst + j * stride + 8 * v) =
+                            make_uint4(0, 0, 0, 0);
                 continue;
             }
             if (p < lo || p >= hi) continue;
@@ -147,8 +148,8 @@ __global__ void __launch_bounds__(kMmaThreads)
     // columns 2 t4 (+1) and + 8 of the step), from q_lat (the latent) and q (the rope part).
     const int ksteps = dk / 16, per_warp = (ksteps + kMmaWarps - 1) / kMmaWarps;
     const int kbase = warp * per_warp;
-    const int mine = ksteps - kbase < per_warp ? (ksteps - kbase > 0 ? ksteps - kbase : 0)
-                                               : per_warp;
+    const int mine =
+        ksteps - kbase < per_warp ? (ksteps - kbase > 0 ? ksteps - kbase : 0) : per_warp;
     uint32_t qh[kMaxKSteps][4], ql[kMaxKSteps][4];
     {
         auto pair = [&](int64_t h, int col) {
@@ -313,9 +314,9 @@ __global__ void __launch_bounds__(kMmaThreads)
         const int64_t h = h0 + hh;
         if (h >= a.heads) continue;
         const float f = whole ? 1.0f / row_l[hh] : 1.0f;
-        float* o = whole ? a.out + (row * a.heads + h) * a.dv
-                         : a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) *
-                                        width;
+        float* o =
+            whole ? a.out + (row * a.heads + h) * a.dv
+                  : a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * width;
 #pragma unroll
         for (int j = 0; j < kMaxColTiles; ++j) {
             if (j >= col_tiles) break;
@@ -339,9 +340,8 @@ bool decode_mma_takes(const AttnArgs& a) {
     const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     return kv.type == KvType::Bf16 && a.dv == kv.latent && kv.latent % (16 * kMmaWarps) == 0 &&
            kv.latent <= 8 * kMmaWarps * kMaxColTiles && kv.rope % 8 == 0 && dk % 16 == 0 &&
-           dk <= 16 * kMmaWarps * kMaxKSteps &&
-           a.dq % 4 == 0 && a.nope % 4 == 0 && aligned(kv.data) && aligned(a.q) &&
-           aligned(a.q_rope) && aligned(a.out) &&
+           dk <= 16 * kMmaWarps * kMaxKSteps && a.dq % 4 == 0 && a.nope % 4 == 0 &&
+           aligned(kv.data) && aligned(a.q) && aligned(a.q_rope) && aligned(a.out) &&
            mma_layout(kv).bytes <= 227 * 1024;
 }
 

@@ -265,8 +265,8 @@ void embed(const void* table, bool table_bf16, int64_t rows, int64_t hidden, con
 
 void rmsnorm(const float* x, const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
              float* out, cudaStream_t s) {
-    if (rows > 0 && !launch_norm_rows<false>(const_cast<float*>(x), nullptr, w, w_bf16, rows, d,
-                                             eps, out, s))
+    if (rows > 0 &&
+        !launch_norm_rows<false>(const_cast<float*>(x), nullptr, w, w_bf16, rows, d, eps, out, s))
         launch_pdl(rmsnorm_kernel, static_cast<unsigned>(rows), 256, 0, s, x, w, w_bf16, d, eps,
                    out);
 }

@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(kThreads, Bm == 16 ? 4 : 3) grouped_mma_v2_ker
 #pragma unroll 1
     for (int64_t kt = 0; kt < ksteps; ++kt) {
         cp_async_wait<Stages - 2>();  // step kt has landed (this thread's copies)
-        __syncthreads();        // everyone's, and everyone is done with step kt - 1's slot
+        __syncthreads();              // everyone's, and everyone is done with step kt - 1's slot
         const int64_t next = kt + Stages - 1;
         if (next < ksteps) load_stage(static_cast<int>(next % Stages), next * kBk);
         cp_async_commit();

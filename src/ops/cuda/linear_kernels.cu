@@ -77,8 +77,8 @@ __device__ __forceinline__ void dot_rows(const QMatrix& w, const QMatrix& w_up, 
 
 // Row offsets in x of rows [r0, r0 + rows) (the slots past `rows` repeat r0), and zeroed sums.
 template <int R>
-__device__ __forceinline__ void start_rows(const SkinnyArgs& a, int64_t r0, int rows,
-                                           int64_t xr[R], float acc[R], float acc_up[R]) {
+__device__ __forceinline__ void start_rows(const SkinnyArgs& a, int64_t r0, int rows, int64_t xr[R],
+                                           float acc[R], float acc_up[R]) {
 #pragma unroll
     for (int m = 0; m < R; ++m) {
         const int64_t r = r0 + (m < rows ? m : 0);
@@ -387,8 +387,8 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
         // A matrix of the table that v2 cannot read (the host checked k and x only): v1 with one
         // load in flight, a warp per column of the block's. The branch is uniform per block.
         const int64_t col_end = (cg + 1) * cols_per_block;
-        for (int64_t c = cg * cols_per_block + threadIdx.x / kWarp;
-             c < col_end && c < a.n; c += kV2Threads / kWarp)
+        for (int64_t c = cg * cols_per_block + threadIdx.x / kWarp; c < col_end && c < a.n;
+             c += kV2Threads / kWarp)
             for (int64_t r0 = first; r0 < end; r0 += step) {
                 const int rows = static_cast<int>(end - r0 < R ? end - r0 : R);
                 skinny_rows<F, Glu, 1, R>(a, w, w_up, c, r0, rows);

@@ -311,7 +311,9 @@ bool sort_fused() {
 }
 }  // namespace
 
-void set_moe_sort_fused(int v) { sort_set.store(v == 1 || v == 2 ? v : 0); }
+void set_moe_sort_fused(int v) {
+    sort_set.store(v == 1 || v == 2 ? v : 0);
+}
 
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
@@ -336,9 +338,10 @@ void moe_combine(const float* y, int64_t hidden, const int32_t* ids, const float
                  bool add, float* out, cudaStream_t s) {
     const int64_t span = int64_t(kCombineThreads) * 4;
     if (tokens > 0)
-        launch_pdl(combine_kernel,
-                   dim3(static_cast<unsigned>(tokens), static_cast<unsigned>((hidden + span - 1) / span)),
-                   kCombineThreads, 0, s, y, hidden, ids, w, pair_row, held, top_k, add, out);
+        launch_pdl(
+            combine_kernel,
+            dim3(static_cast<unsigned>(tokens), static_cast<unsigned>((hidden + span - 1) / span)),
+            kCombineThreads, 0, s, y, hidden, ids, w, pair_row, held, top_k, add, out);
 }
 
 }  // namespace myriad::cuda

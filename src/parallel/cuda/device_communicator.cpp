@@ -73,9 +73,9 @@ DeviceCommunicator::DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, i
 DeviceCommunicator::~DeviceCommunicator() {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
-    for (void* p : {static_cast<void*>(data_), static_cast<void*>(sums_),
-                    static_cast<void*>(flags_), static_cast<void*>(epoch_),
-                    static_cast<void*>(probe_), staging_, result_})
+    for (void* p :
+         {static_cast<void*>(data_), static_cast<void*>(sums_), static_cast<void*>(flags_),
+          static_cast<void*>(epoch_), static_cast<void*>(probe_), staging_, result_})
         if (p) cudaFree(p);
     if (failure_) cudaFreeHost(failure_);
 }
@@ -86,7 +86,8 @@ std::string DeviceCommunicator::peer_problem() {
         if (d == device_) continue;
         int can = 0;
         comm_check(cudaDeviceCanAccessPeer(&can, device_, d), "peer access check");
-        if (!can) return fmt::format("GPU {} cannot reach GPU {}'s memory (no peer access)", device_, d);
+        if (!can)
+            return fmt::format("GPU {} cannot reach GPU {}'s memory (no peer access)", device_, d);
         const cudaError_t e = cudaDeviceEnablePeerAccess(d, 0);
         if (e == cudaErrorPeerAccessAlreadyEnabled) {
             cudaGetLastError();
@@ -226,13 +227,14 @@ void DeviceCommunicator::measure() {
         c.measured = line;
         std::string devices;
         for (int d : g.devices_) devices += fmt::format("{}{}", devices.empty() ? "" : ",", d);
-        log::info("collectives: kernels over GPU memory (ranks on GPUs {}, {} on the wire): {}{}; "
-                  "measured one-shot/two-shot µs: {}",
-                  devices, bf16_wire_ ? "BF16" : "F32",
-                  c.two_shot_from == SIZE_MAX
-                      ? std::string("one-shot at every size")
-                      : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from)),
-                  forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced), line);
+        log::info(
+            "collectives: kernels over GPU memory (ranks on GPUs {}, {} on the wire): {}{}; "
+            "measured one-shot/two-shot µs: {}",
+            devices, bf16_wire_ ? "BF16" : "F32",
+            c.two_shot_from == SIZE_MAX
+                ? std::string("one-shot at every size")
+                : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from)),
+            forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced), line);
     }
     // Freeing waits for the whole GPU, which ends: this rank's rounds are done, so every other
     // rank's finish without it. After the meeting another rank's next kernel might wait for this
@@ -290,8 +292,7 @@ void DeviceCommunicator::all_reduce_with(PeerAlgo algo, const float* in, float* 
 }
 
 void DeviceCommunicator::all_reduce_sum(Tensor t) {
-    MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}",
-                 dtype_name(t.dtype));
+    MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}", dtype_name(t.dtype));
     if (group_->world() == 1) return;
     if (!use_kernels()) return host_all_reduce(t);
     const size_t bytes = t.nbytes();
@@ -306,12 +307,11 @@ void DeviceCommunicator::host_all_reduce(Tensor t) {
     comm_check(cudaSetDevice(device_), "all_reduce_sum");
     const int64_t n = t.numel();
     const int64_t piece = std::min(n, kPiece);
-    auto* staging = static_cast<float*>(
-        ensure(staging_, staging_bytes_, sizeof(float) * world * std::max<int64_t>(piece, 1),
-               "all_reduce_sum staging"));
-    auto* result = static_cast<float*>(
-        ensure(result_, result_bytes_, sizeof(float) * std::max<int64_t>(n, 1),
-               "all_reduce_sum result"));
+    auto* staging = static_cast<float*>(ensure(staging_, staging_bytes_,
+                                               sizeof(float) * world * std::max<int64_t>(piece, 1),
+                                               "all_reduce_sum staging"));
+    auto* result = static_cast<float*>(ensure(
+        result_, result_bytes_, sizeof(float) * std::max<int64_t>(n, 1), "all_reduce_sum result"));
     sync("all_reduce_sum: this rank's input");
     auto& g = *group_;
     g.slots_[static_cast<size_t>(rank_)] = t.data;
@@ -321,17 +321,17 @@ void DeviceCommunicator::host_all_reduce(Tensor t) {
         for (int r = 0; r < world; ++r)
             comm_check(cudaMemcpyPeerAsync(staging + r * piece, device_,
                                            static_cast<const float*>(g.slots_[r]) + begin,
-                                           g.devices_[static_cast<size_t>(r)],
-                                           sizeof(float) * len, stream_),
+                                           g.devices_[static_cast<size_t>(r)], sizeof(float) * len,
+                                           stream_),
                        "all_reduce_sum copy");
         sum_ranks(staging, world, len, piece, result + begin, stream_);
         comm_check(cudaGetLastError(), "all_reduce_sum kernel");
     }
     sync("all_reduce_sum");
     wait("all_reduce_sum");  // every rank has read every input: each may overwrite its own
-    comm_check(cudaMemcpyAsync(t.data, result, sizeof(float) * n, cudaMemcpyDeviceToDevice,
-                               stream_),
-               "all_reduce_sum result");
+    comm_check(
+        cudaMemcpyAsync(t.data, result, sizeof(float) * n, cudaMemcpyDeviceToDevice, stream_),
+        "all_reduce_sum result");
 }
 
 void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
@@ -345,10 +345,10 @@ void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
     g.slots_[static_cast<size_t>(rank_)] = in.data;
     wait("all_gather");
     for (int r = 0; r < world; ++r)
-        comm_check(cudaMemcpyPeerAsync(static_cast<uint8_t*>(out.data) + bytes * r, device_,
-                                       g.slots_[r], g.devices_[static_cast<size_t>(r)], bytes,
-                                       stream_),
-                   "all_gather copy");
+        comm_check(
+            cudaMemcpyPeerAsync(static_cast<uint8_t*>(out.data) + bytes * r, device_, g.slots_[r],
+                                g.devices_[static_cast<size_t>(r)], bytes, stream_),
+            "all_gather copy");
     sync("all_gather");
     wait("all_gather");
 }
@@ -356,10 +356,10 @@ void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
 void DeviceCommunicator::all_gather_columns(Tensor in, Tensor out) {
     const int world = group_->world();
     const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
-    MYRIAD_CHECK(in.dtype == DType::F32 && out.dtype == DType::F32 &&
-                     out.numel() == in.numel() * world,
-                 "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows,
-                 cols, world, out.numel());
+    MYRIAD_CHECK(
+        in.dtype == DType::F32 && out.dtype == DType::F32 && out.numel() == in.numel() * world,
+        "all_gather_columns: [{}, {}] F32 from each of {} ranks into {} elements", rows, cols,
+        world, out.numel());
     const auto* src = static_cast<const float*>(in.data);
     auto* dst = static_cast<float*>(out.data);
     if (use_kernels() && static_cast<size_t>(cols) * sizeof(float) <= kDataBytes) {
@@ -375,10 +375,10 @@ void DeviceCommunicator::all_gather_columns(Tensor in, Tensor out) {
     wait("all_gather_columns");
     const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
     for (int r = 0; r < world; ++r)
-        comm_check(cudaMemcpy2DAsync(dst + r * cols, row_bytes * world, g.slots_[r], row_bytes,
-                                     row_bytes, static_cast<size_t>(rows), cudaMemcpyDefault,
-                                     stream_),
-                   "all_gather_columns copy");
+        comm_check(
+            cudaMemcpy2DAsync(dst + r * cols, row_bytes * world, g.slots_[r], row_bytes, row_bytes,
+                              static_cast<size_t>(rows), cudaMemcpyDefault, stream_),
+            "all_gather_columns copy");
     sync("all_gather_columns");
     wait("all_gather_columns");
 }

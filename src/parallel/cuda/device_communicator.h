@@ -24,10 +24,10 @@ namespace myriad::cuda {
 // Bytes of all-reduce messages from which two-shot is used (what the start-up measurement
 // decided; SIZE_MAX: one-shot always).
 struct PeerChoice {
-    bool peer = false;         // the kernels run (else the host path)
-    std::string why_not;       // when not
+    bool peer = false;    // the kernels run (else the host path)
+    std::string why_not;  // when not
     size_t two_shot_from = SIZE_MAX;
-    std::string measured;      // the line that says what was measured
+    std::string measured;  // the line that says what was measured
 };
 
 // State shared by the ranks: the device of each, their posted buffers, the meeting point.
@@ -49,7 +49,7 @@ class DeviceCommGroup final : public CommGroup {
     std::vector<uint32_t*> flags_, probes_;
     std::vector<std::string> problems_;  // a rank's reason the kernels cannot run, or ""
     PeerChoice choice_;
-    std::vector<double> timings_;        // rank 0's measurement, microseconds
+    std::vector<double> timings_;  // rank 0's measurement, microseconds
 };
 
 class DeviceCommunicator final : public Communicator {
@@ -93,7 +93,7 @@ class DeviceCommunicator final : public Communicator {
     bool bf16_wire_;
     void* staging_ = nullptr;  // [world, piece] floats: every rank's piece of the input
     size_t staging_bytes_ = 0;
-    void* result_ = nullptr;   // the sum, copied over the input once every rank has read it
+    void* result_ = nullptr;  // the sum, copied over the input once every rank has read it
     size_t result_bytes_ = 0;
     // The kernels' buffers of this rank (freed with it) and their view.
     uint8_t* data_ = nullptr;

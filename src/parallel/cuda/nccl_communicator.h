@@ -73,8 +73,9 @@ class NcclCommunicator final : public Communicator {
     std::shared_ptr<NcclCommGroup> group_;
     int rank_, device_;
     cudaStream_t stream_;
-    void* gather_ = nullptr;  // all_gather_columns' [world, rows, cols] (grown, never inside a graph
-    size_t gather_bytes_ = 0; // of a larger size than the uncaptured step before it)
+    void* gather_ =
+        nullptr;  // all_gather_columns' [world, rows, cols] (grown, never inside a graph
+    size_t gather_bytes_ = 0;  // of a larger size than the uncaptured step before it)
   public:
     ~NcclCommunicator() override;
 };

@@ -135,8 +135,8 @@ __device__ __forceinline__ void store_output(float* out, int64_t base, int64_t n
 }
 
 // Block b's vectors of a round of `nv` vectors: v = b + kPeerBlocks * k, k = thread + kThreads*j.
-#define FOR_BLOCK_VECTORS(v, nv)                                                         \
-    for (int64_t v = blockIdx.x + int64_t{kPeerBlocks} * threadIdx.x; v < (nv);         \
+#define FOR_BLOCK_VECTORS(v, nv)                                                \
+    for (int64_t v = blockIdx.x + int64_t{kPeerBlocks} * threadIdx.x; v < (nv); \
          v += int64_t{kPeerBlocks} * kThreads)
 
 __global__ void __launch_bounds__(kThreads)
@@ -250,8 +250,8 @@ void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* o
     }
 }
 
-void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows,
-                         int64_t cols, cudaStream_t stream) {
+void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,
+                         cudaStream_t stream) {
     const int64_t round_rows = std::max<int64_t>(
         1, static_cast<int64_t>(v.data_bytes / sizeof(float)) / std::max<int64_t>(cols, 1));
     const int64_t width = cols * v.world;

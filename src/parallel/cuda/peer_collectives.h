@@ -46,10 +46,10 @@ enum PeerOp : int32_t { kPeerAllReduce = 0, kPeerGatherColumns = 1 };
 struct PeerView {
     int world = 0;
     int rank = 0;
-    uint8_t* data[kPeerMaxRanks] = {};      // each rank's input buffer: 2 parities of `data_bytes`
-    float* sums[kPeerMaxRanks] = {};        // each rank's two-shot sums: 2 parities of `sum_floats`
-    uint32_t* flags[kPeerMaxRanks] = {};    // each rank's flags: [kPeerPhases][kPeerBlocks]
-    uint32_t* epoch = nullptr;              // this rank's [kPeerBlocks] round counters
+    uint8_t* data[kPeerMaxRanks] = {};    // each rank's input buffer: 2 parities of `data_bytes`
+    float* sums[kPeerMaxRanks] = {};      // each rank's two-shot sums: 2 parities of `sum_floats`
+    uint32_t* flags[kPeerMaxRanks] = {};  // each rank's flags: [kPeerPhases][kPeerBlocks]
+    uint32_t* epoch = nullptr;            // this rank's [kPeerBlocks] round counters
     size_t data_bytes = 0;
     size_t sum_floats = 0;
     PeerFailure* failure = nullptr;  // device address of the host-mapped record
@@ -67,8 +67,8 @@ void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* o
                      bool bf16_wire, cudaStream_t stream);
 
 // out[i][r * cols + j] = rank r's in[i][j]: rows x cols floats from each rank, F32 on the wire.
-void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows,
-                         int64_t cols, cudaStream_t stream);
+void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,
+                         cudaStream_t stream);
 
 // Each rank's probe array: [world] uint32 in that rank's device memory.
 struct PeerProbes {
@@ -76,7 +76,6 @@ struct PeerProbes {
 };
 // Writes `value ^ p` into slot `rank` of rank p's probe array, for every p: proof at start that
 // this rank's writes reach each peer (read back by the owner).
-void peer_probe(const PeerProbes& probes, int world, int rank, uint32_t value,
-                cudaStream_t stream);
+void peer_probe(const PeerProbes& probes, int world, int rank, uint32_t value, cudaStream_t stream);
 
 }  // namespace myriad::cuda
