@@ -7,7 +7,8 @@
 # GPU_MODELS=0 skip the second pass of the whole-model tests without graphs and their summary;
 # GPU_SANITIZER=0 skips compute-sanitizer over the op tests (GPU_SANITIZER_FILTER: a gtest
 # filter instead of all of them; GPU_SANITIZER_TIMEOUT: seconds); GPU_PY=0 skips the server's Python
-# (openai client) tests on the GPU. GPU_NCU: bench-model runs to profile per kernel with Nsight
+# (openai client) tests on the GPU (GPU_PY_FILES: which tests/python files, default four;
+# GPU_PY_ARGS: more pytest arguments, e.g. "-k tp8"; GPU_PY_TIMEOUT: seconds a file, 300). GPU_NCU: bench-model runs to profile per kernel with Nsight
 # Compute (graphs off), ';'-separated argument lists (leading NAME=value words set the run's
 # environment; --launch-skip N --launch-count N choose its kernels), each summed by kernel name
 # into ncu.txt (empty, the default: none); GPU_NCU_ARGS: more ncu options for every run.
@@ -141,9 +142,11 @@ if [ "$have_myriad" = 1 ] && [ "${GPU_PY:-1}" = 1 ]; then
         "$root/.gpu-venv/bin/pip" install --quiet --no-index --find-links "$bundle/whl" \
             openai pytest requests tiktoken jinja2 \
             >"$OUT/pip.log" 2>&1 || echo "gpu_run: no venv with openai (see pip.log)"
-    for t in test_serve test_serve_real_model test_chat test_generate_chat; do
-        MYRIAD_BINARY=$root/build-gpu/myriad timeout 300 "$root/.gpu-venv/bin/python" \
-            "tests/python/$t.py" >"$OUT/py_$t.log" 2>&1
+    for t in ${GPU_PY_FILES:-test_serve test_serve_real_model test_chat test_generate_chat}; do
+        # shellcheck disable=SC2086  # GPU_PY_ARGS is a word list (e.g. -k tp8)
+        MYRIAD_BINARY=$root/build-gpu/myriad timeout "${GPU_PY_TIMEOUT:-300}" \
+            "$root/.gpu-venv/bin/python" -m pytest "tests/python/$t.py" -q -s -p no:cacheprovider \
+            ${GPU_PY_ARGS:-} >"$OUT/py_$t.log" 2>&1
         prc=$?
         echo "python $t: exit $prc, $(grep -E "passed|failed|error" "$OUT/py_$t.log" | tail -1)"
         [ "$prc" = 0 ] || { rc=1; tail -15 "$OUT/py_$t.log"; }
