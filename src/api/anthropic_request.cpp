@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "api/api_error.h"
+#include "api/request_field.h"
 #include "api/response_common.h"
 #include "util/log.h"
 
@@ -11,12 +12,6 @@ namespace myriad::api {
 namespace {
 
 using J = nlohmann::ordered_json;
-
-const J* field(const J& o, const char* name) {
-    auto it = o.find(name);
-    if (it == o.end() || it->is_null()) return nullptr;
-    return &*it;
-}
 
 std::string block_type(const J& b, const std::string& where) {
     if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
@@ -55,7 +50,7 @@ std::string system_text(const J& s) {
 
 // A tool_result's content: a string or text blocks.
 std::string tool_result_text(const J& b, const std::string& where) {
-    const J* c = field(b, "content");
+    const J* c = request_field(b, "content");
     std::string text;
     if (!c) {
         text = "";
@@ -73,7 +68,7 @@ std::string tool_result_text(const J& b, const std::string& where) {
         fail(400, where + ".content", "'{}.content' must be a string or a list of text blocks",
              where);
     }
-    if (const J* e = field(b, "is_error"); e && e->is_boolean() && e->get<bool>())
+    if (const J* e = request_field(b, "is_error"); e && e->is_boolean() && e->get<bool>())
         text = "Error: " + text;
     return text;
 }
@@ -83,12 +78,12 @@ std::string tool_result_text(const J& b, const std::string& where) {
 void convert_message(const J& m, size_t i, J& out) {
     const std::string w = fmt::format("messages[{}]", i);
     if (!m.is_object()) fail(400, w, "'{}' must be an object", w);
-    const J* role_v = field(m, "role");
+    const J* role_v = request_field(m, "role");
     if (!role_v || !role_v->is_string()) fail(400, w + ".role", "'{}.role' must be a string", w);
     const std::string role = role_v->get<std::string>();
     if (role != "user" && role != "assistant" && role != "system")
         fail(400, w + ".role", "'{}.role' is '{}'; it must be user or assistant", w, role);
-    const J* content = field(m, "content");
+    const J* content = request_field(m, "content");
     if (!content) fail(400, w + ".content", "'{}.content' is required", w);
     if (content->is_string()) {
         out.push_back({{"role", role}, {"content", content->get<std::string>()}});
@@ -109,25 +104,25 @@ void convert_message(const J& m, size_t i, J& out) {
         } else if (type == "image" || type == "document" || type == "search_result") {
             refuse_media(type, bw);
         } else if (type == "tool_use" && role == "assistant") {
-            const J* id = field(b, "id");
-            const J* name = field(b, "name");
+            const J* id = request_field(b, "id");
+            const J* name = request_field(b, "name");
             if (!id || !id->is_string()) fail(400, bw + ".id", "'{}.id' must be a string", bw);
             if (!name || !name->is_string())
                 fail(400, bw + ".name", "'{}.name' must be a string", bw);
-            const J* input = field(b, "input");
+            const J* input = request_field(b, "input");
             calls.push_back({{"id", *id},
                              {"type", "function"},
                              {"function",
                               {{"name", *name},
                                {"arguments", input ? spaced_json(*input) : std::string("{}")}}}});
         } else if (type == "tool_result" && role == "user") {
-            const J* id = field(b, "tool_use_id");
+            const J* id = request_field(b, "tool_use_id");
             if (!id || !id->is_string())
                 fail(400, bw + ".tool_use_id", "'{}.tool_use_id' must be a string", bw);
             out.push_back(
                 {{"role", "tool"}, {"tool_call_id", *id}, {"content", tool_result_text(b, bw)}});
         } else if (type == "thinking" && role == "assistant") {
-            if (const J* t = field(b, "thinking"); t && t->is_string()) {
+            if (const J* t = request_field(b, "thinking"); t && t->is_string()) {
                 reasoning += t->get<std::string>();
                 any_reasoning = true;
             }
@@ -150,14 +145,14 @@ void convert_message(const J& m, size_t i, J& out) {
 
 void convert_tools(const J& o, ChatRequest& r) {
     r.tools = nullptr;
-    if (const J* ts = field(o, "tools")) {
+    if (const J* ts = request_field(o, "tools")) {
         if (!ts->is_array()) fail(400, "tools", "'tools' must be an array of tools");
         J tools = J::array();
         for (size_t i = 0; i < ts->size(); ++i) {
             const J& t = (*ts)[i];
             const std::string w = fmt::format("tools[{}]", i);
             if (!t.is_object()) fail(400, w, "'{}' must be an object", w);
-            if (const J* type = field(t, "type");
+            if (const J* type = request_field(t, "type");
                 type && (!type->is_string() || type->get<std::string>() != "custom")) {
                 log::warn(
                     "tools[{}]: the server tool {} is not offered to the model (client "
@@ -165,20 +160,20 @@ void convert_tools(const J& o, ChatRequest& r) {
                     i, type->dump());
                 continue;
             }
-            const J* name = field(t, "name");
+            const J* name = request_field(t, "name");
             if (!name || !name->is_string() || name->get<std::string>().empty())
                 fail(400, w + ".name", "'{}.name' must be a non-empty string", w);
-            const J* schema = field(t, "input_schema");
+            const J* schema = request_field(t, "input_schema");
             if (!schema || !schema->is_object())
                 fail(400, w + ".input_schema", "'{}.input_schema' must be a JSON Schema object", w);
             J fn = {{"name", *name}};
-            if (const J* d = field(t, "description")) {
+            if (const J* d = request_field(t, "description")) {
                 if (!d->is_string())
                     fail(400, w + ".description", "'{}.description' must be a string", w);
                 fn["description"] = *d;
             }
             fn["parameters"] = *schema;
-            if (const J* strict = field(t, "strict")) {
+            if (const J* strict = request_field(t, "strict")) {
                 if (!strict->is_boolean())
                     fail(400, w + ".strict", "'{}.strict' must be a boolean", w);
                 if (strict->get<bool>()) r.strict_tools.push_back(name->get<std::string>());
@@ -188,7 +183,7 @@ void convert_tools(const J& o, ChatRequest& r) {
         if (!tools.empty()) r.tools = std::move(tools);
     }
     r.tool_choice = r.tools.is_null() ? ToolChoice::None : ToolChoice::Auto;
-    const J* tc = field(o, "tool_choice");
+    const J* tc = request_field(o, "tool_choice");
     if (!tc) return;
     if (!tc->is_object() || !tc->contains("type") || !(*tc)["type"].is_string())
         fail(400, "tool_choice",
@@ -201,7 +196,7 @@ void convert_tools(const J& o, ChatRequest& r) {
     } else if (type == "any") {
         r.tool_choice = ToolChoice::Required;
     } else if (type == "tool") {
-        const J* name = field(*tc, "name");
+        const J* name = request_field(*tc, "name");
         if (!name || !name->is_string())
             fail(400, "tool_choice.name", "tool_choice 'tool' needs a 'name'");
         r.tool_choice = ToolChoice::Named;
@@ -218,7 +213,7 @@ void convert_tools(const J& o, ChatRequest& r) {
     }
     if (r.tool_choice == ToolChoice::Required && r.tools.is_null())
         fail(400, "tool_choice", "tool_choice 'any' needs a non-empty 'tools' list");
-    if (const J* d = field(*tc, "disable_parallel_tool_use"); d && d->is_boolean())
+    if (const J* d = request_field(*tc, "disable_parallel_tool_use"); d && d->is_boolean())
         r.parallel_tool_calls = !d->get<bool>();
 }
 
@@ -232,16 +227,16 @@ ChatRequest parse_anthropic_request(std::string_view body, bool count_only) {
     const J o = parse_body(body);
     ChatRequest r;
     if (count_only) {
-        const J* model = field(o, "model");
+        const J* model = request_field(o, "model");
         if (!model || !model->is_string())
             fail(400, "model", "'model' is required (see GET /v1/models)");
         r.model = model->get<std::string>();
     } else {
-        if (!field(o, "max_tokens"))
+        if (!request_field(o, "max_tokens"))
             fail(400, "max_tokens", "'max_tokens' is required (the most tokens to generate)");
         parse_generation(o, r, true);
     }
-    if (const J* s = field(o, "stop_sequences")) {
+    if (const J* s = request_field(o, "stop_sequences")) {
         if (!s->is_array())
             fail(400, "stop_sequences", "'stop_sequences' must be a list of strings");
         for (const J& x : *s) {
@@ -250,11 +245,11 @@ ChatRequest parse_anthropic_request(std::string_view body, bool count_only) {
         }
     }
     J messages = J::array();
-    if (const J* s = field(o, "system")) {
+    if (const J* s = request_field(o, "system")) {
         const std::string text = system_text(*s);
         if (!text.empty()) messages.push_back({{"role", "system"}, {"content", text}});
     }
-    const J* ms = field(o, "messages");
+    const J* ms = request_field(o, "messages");
     if (!ms || !ms->is_array() || ms->empty())
         fail(400, "messages", "'messages' must be a non-empty array of messages");
     for (size_t i = 0; i < ms->size(); ++i) convert_message((*ms)[i], i, messages);
@@ -262,14 +257,14 @@ ChatRequest parse_anthropic_request(std::string_view body, bool count_only) {
     convert_tools(o, r);
     // Structured output: output_config.format (and the beta's output_format), a json_schema.
     r.response_format = {};
-    if (const J* oc = field(o, "output_config")) {
+    if (const J* oc = request_field(o, "output_config")) {
         if (!oc->is_object()) fail(400, "output_config", "'output_config' must be an object");
-        if (const J* f = field(*oc, "format"))
+        if (const J* f = request_field(*oc, "format"))
             r.response_format = parse_response_format(*f, "output_config.format");
-    } else if (const J* f = field(o, "output_format")) {
+    } else if (const J* f = request_field(o, "output_format")) {
         r.response_format = parse_response_format(*f, "output_format");
     }
-    if (const J* t = field(o, "thinking")) {
+    if (const J* t = request_field(o, "thinking")) {
         if (!t->is_object() || !t->contains("type") || !(*t)["type"].is_string())
             fail(400, "thinking",
                  "'thinking' must be an object with a 'type' (enabled, adaptive, "

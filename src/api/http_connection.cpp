@@ -41,8 +41,31 @@ std::string status_head(int status, bool keep_alive) {
     return head;
 }
 
-std::string_view path_of(std::string_view target) {
-    return target.substr(0, target.find('?'));
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// The target's path without its query, percent-decoded (RFC 3986 §2.1: "%2F" in a model name is
+// the name's "/"); nullopt for a "%" not followed by two hex digits, or an encoded NUL.
+std::optional<std::string> path_of(std::string_view target) {
+    const std::string_view raw = target.substr(0, target.find('?'));
+    std::string path;
+    path.reserve(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] != '%') {
+            path += raw[i];
+            continue;
+        }
+        if (i + 2 >= raw.size()) return std::nullopt;
+        const int hi = hex_digit(raw[i + 1]), lo = hex_digit(raw[i + 2]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return std::nullopt;
+        path += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return path;
 }
 
 }  // namespace
@@ -207,13 +230,21 @@ bool HttpConnection::on_header() {
     const bool body_follows = parser_->chunked() || parser_->content_length().value_or(0) > 0;
     request_ = HttpRequest{};
     request_.method = std::string(req.method_string());
-    request_.path = std::string(path_of(req.target()));
     request_.headers = &headers_;
     if (req.target().size() > l.max_url_bytes) {
         write_error(414, fmt::format("the request's URL is longer than {} bytes", l.max_url_bytes),
                     false);
         return false;
     }
+    std::optional<std::string> path = path_of(req.target());
+    if (!path) {
+        write_error(400,
+                    "the request's URL has a '%' not followed by two hex digits (or an encoded "
+                    "NUL): percent-encode '%' itself as %25",
+                    false);
+        return false;
+    }
+    request_.path = std::move(*path);
     // Framing a proxy in front could read differently from us (request smuggling): two equal
     // Content-Length fields (unequal ones, and Content-Length beside Transfer-Encoding, the
     // parser refuses itself), or a transfer coding that is not chunked.
@@ -296,6 +327,7 @@ void HttpConnection::on_request() {
     ++timer_generation_;  // no read deadline while a handler has it
     timer_.cancel();
     keep_alive_ = parser_->get().keep_alive() && !ctx_.stopping;
+    http10_ = parser_->get().version() < 11;
     request_.body = std::move(parser_->get().body());
     auto job = [self = shared_from_this()]() mutable { run_handler(std::move(self)); };
     if (!ctx_.pool.try_run(std::move(job), probe_)) {
@@ -321,6 +353,10 @@ void HttpConnection::run_handler(std::shared_ptr<HttpConnection> self) {
     }
     const size_t max_unsent = c.ctx_.limits.max_unsent_bytes;
     const auto timeout = c.ctx_.limits.write_timeout;
+    // An HTTP/1.0 client knows no chunked coding (RFC 9112 §7.1): its stream is the bare body,
+    // ended by closing the connection.
+    const bool chunked = !c.http10_;
+    if (!chunked) c.keep_alive_ = false;
     bool alive = true, head_sent = false;
     const StreamWriter write = [&](std::string_view s) {
         if (!alive) return false;
@@ -328,15 +364,15 @@ void HttpConnection::run_handler(std::shared_ptr<HttpConnection> self) {
         if (!client.wait_for_reader(s.size(), max_unsent, timeout)) return alive = false;
         std::string part = head_sent ? std::string() : c.stream_head(reply);
         head_sent = true;
-        part += fmt::format("{:x}\r\n", s.size());
+        if (chunked) part += fmt::format("{:x}\r\n", s.size());
         part += s;
-        part += "\r\n";
+        if (chunked) part += "\r\n";
         return alive = c.send_from_handler(std::move(part));
     };
     reply.stream(write);
-    if (alive) {
+    if (alive && (chunked || !head_sent)) {
         std::string tail = head_sent ? std::string() : c.stream_head(reply);
-        tail += "0\r\n\r\n";
+        if (chunked) tail += "0\r\n\r\n";
         alive = c.send_from_handler(std::move(tail));
     }
     asio::post(c.ctx_.io, [self = std::move(self), alive] { self->after_stream(alive); });
@@ -344,10 +380,8 @@ void HttpConnection::run_handler(std::shared_ptr<HttpConnection> self) {
 
 std::string HttpConnection::stream_head(const Reply& r) const {
     return status_head(r.status, keep_alive_) +
-           fmt::format(
-               "Content-Type: {}\r\nCache-Control: no-cache\r\nTransfer-Encoding: "
-               "chunked\r\n\r\n",
-               r.content_type);
+           fmt::format("Content-Type: {}\r\nCache-Control: no-cache\r\n{}\r\n", r.content_type,
+                       http10_ ? "" : "Transfer-Encoding: chunked\r\n");
 }
 
 bool HttpConnection::send_from_handler(std::string bytes) {

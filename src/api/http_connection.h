@@ -109,6 +109,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     bool header_checked_ = false;
     std::atomic<bool> keep_alive_{true};  // read by a stream's handler thread too
     bool probe_ = false;
+    bool http10_ = false;  // the request is HTTP/1.0: a stream goes out unchunked, then closes
     bool broken_ = false;  // a write failed or timed out: no further reply on it
     size_t discarded_ = 0;
     RequestHeaders headers_;

@@ -52,43 +52,83 @@ Reply metrics(ServerState& state, std::string_view) {
     return r;
 }
 
-Reply models(ServerState& state, std::string_view) {
-    nlohmann::ordered_json m = {{"id", state.options().served_model_name},
-                                {"object", "model"},
-                                {"created", state.started_at()},
-                                {"owned_by", "myriad"},
-                                {"root", state.options().served_model_name},
-                                {"max_model_len", state.ready() ? state.model().max_model_len : 0}};
+constexpr std::string_view kModelsPath = "/v1/models";
+
+nlohmann::ordered_json model_object(ServerState& state) {
+    return {{"id", state.options().served_model_name},
+            {"object", "model"},
+            {"created", state.started_at()},
+            {"owned_by", "myriad"},
+            {"root", state.options().served_model_name},
+            {"max_model_len", state.ready() ? state.model().max_model_len : 0}};
+}
+
+Reply models(ServerState& state, const HttpRequest&) {
     Reply r;
-    r.body = dump(nlohmann::ordered_json{{"object", "list"}, {"data", {m}}});
+    r.body = dump(nlohmann::ordered_json{{"object", "list"}, {"data", {model_object(state)}}});
     return r;
 }
 
-// The routes: method, path, handler, whether it needs the model loaded (503 until then).
+// GET /v1/models/{model} (OpenAI's "retrieve model"); the path arrives percent-decoded, so a name
+// with a "/" may be sent as %2F.
+Reply model_by_id(ServerState& state, const HttpRequest& req) {
+    const std::string_view id = std::string_view(req.path).substr(kModelsPath.size() + 1);
+    if (id != state.options().served_model_name)
+        fail(404, "model",
+             "the model '{}' does not exist: this server serves '{}' (GET /v1/models)", id,
+             state.options().served_model_name);
+    Reply r;
+    r.body = dump(model_object(state));
+    return r;
+}
+
+template <Reply (*Handler)(ServerState&, std::string_view)>
+Reply with_body(ServerState& state, const HttpRequest& req) {
+    return Handler(state, req.body);
+}
+
+Reply health_route(ServerState& state, const HttpRequest&) {
+    return health(state, {});
+}
+
+Reply metrics_route(ServerState& state, const HttpRequest&) {
+    return metrics(state, {});
+}
+
+// The routes: method, path (a prefix when it ends in "/"), handler, whether it needs the model
+// loaded (503 until then).
 struct Route {
     const char* method;
-    const char* path;
-    Reply (*handler)(ServerState&, std::string_view body);
+    std::string_view path;
+    Reply (*handler)(ServerState&, const HttpRequest&);
     bool needs_model;
 };
 
 constexpr Route kRoutes[] = {
-    {"POST", "/v1/chat/completions", chat_completions, true},
-    {"POST", "/v1/completions", completions, true},
-    {"POST", "/tokenize", tokenize, true},
-    {"POST", "/detokenize", detokenize, true},
-    {"GET", "/tokenizer_info", tokenizer_info, true},
-    {"POST", "/v1/messages", anthropic_messages, true},
-    {"POST", "/v1/messages/count_tokens", anthropic_count_tokens, true},
-    {"POST", "/v1/responses", responses, true},
-    {"GET", "/v1/models", models, false},
-    {"GET", "/health", health, false},
-    {"GET", "/metrics", metrics, false},
+    {"POST", "/v1/chat/completions", with_body<chat_completions>, true},
+    {"POST", "/v1/completions", with_body<completions>, true},
+    {"POST", "/tokenize", with_body<tokenize>, true},
+    {"POST", "/detokenize", with_body<detokenize>, true},
+    {"GET", "/tokenizer_info", with_body<tokenizer_info>, true},
+    {"POST", "/v1/messages", with_body<anthropic_messages>, true},
+    {"POST", "/v1/messages/count_tokens", with_body<anthropic_count_tokens>, true},
+    {"POST", "/v1/responses", with_body<responses>, true},
+    {"GET", kModelsPath, models, false},
+    {"GET", "/v1/models/", model_by_id, false},
+    {"GET", "/health", health_route, false},
+    {"GET", "/metrics", metrics_route, false},
 };
+
+bool route_matches(const Route& r, const HttpRequest& req) {
+    if (req.method != r.method) return false;
+    if (r.path.back() == '/')
+        return req.path.size() > r.path.size() && req.path.compare(0, r.path.size(), r.path) == 0;
+    return req.path == r.path;
+}
 
 const Route* find_route(const HttpRequest& req) {
     for (const Route& r : kRoutes)
-        if (req.method == r.method && req.path == r.path) return &r;
+        if (route_matches(r, req)) return &r;
     return nullptr;
 }
 
@@ -169,7 +209,7 @@ Reply HttpServer::handle(const HttpRequest& req) {
                 fail(503, "", "the model is still loading ({}); see GET /health", state_.phase());
         }
         ScopedRequestHeaders scoped_headers(*req.headers);
-        r = route->handler(state_, req.body);
+        r = route->handler(state_, req);
     } catch (const ApiError& e) {
         r = error_reply(e.status(), e.what(), e.param(), req.path);
     } catch (const Error& e) {
@@ -179,7 +219,7 @@ Reply HttpServer::handle(const HttpRequest& req) {
     } catch (...) {
         r = error_reply(500, "internal error");
     }
-    state_.metrics().request_done(route->path, r.status);
+    state_.metrics().request_done(std::string(route->path), r.status);
     return r;
 }
 

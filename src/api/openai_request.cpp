@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "api/api_error.h"
+#include "api/request_field.h"
 
 namespace myriad::api {
 
@@ -32,22 +33,15 @@ const char* type_name(const J& v) {
     }
 }
 
-// The field's value, or nullptr when it is absent or null (OpenAI treats null as "not set").
-const J* field(const J& o, const char* name) {
-    auto it = o.find(name);
-    if (it == o.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
 bool get_bool(const J& o, const char* name, bool def) {
-    const J* v = field(o, name);
+    const J* v = request_field(o, name);
     if (!v) return def;
     if (!v->is_boolean()) fail(400, name, "'{}' must be a boolean, got {}", name, type_name(*v));
     return v->get<bool>();
 }
 
 std::optional<double> get_number(const J& o, const char* name, double lo, double hi) {
-    const J* v = field(o, name);
+    const J* v = request_field(o, name);
     if (!v) return std::nullopt;
     if (!v->is_number()) fail(400, name, "'{}' must be a number, got {}", name, type_name(*v));
     const double x = v->get<double>();
@@ -57,7 +51,7 @@ std::optional<double> get_number(const J& o, const char* name, double lo, double
 }
 
 std::optional<int64_t> get_int(const J& o, const char* name, int64_t lo, int64_t hi) {
-    const J* v = field(o, name);
+    const J* v = request_field(o, name);
     if (!v) return std::nullopt;
     if (!v->is_number_integer())
         fail(400, name, "'{}' must be an integer, got {}", name, type_name(*v));
@@ -70,7 +64,7 @@ std::optional<int64_t> get_int(const J& o, const char* name, int64_t lo, int64_t
 }
 
 std::optional<std::string> get_string(const J& o, const char* name) {
-    const J* v = field(o, name);
+    const J* v = request_field(o, name);
     if (!v) return std::nullopt;
     if (!v->is_string()) fail(400, name, "'{}' must be a string, got {}", name, type_name(*v));
     return v->get<std::string>();
@@ -94,7 +88,7 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
     // Optional, as in vLLM: left out, it is the served model (check_model fills it in).
     g.model = get_string(o, "model").value_or("");
     g.stream = get_bool(o, "stream", false);
-    if (const J* so = field(o, "stream_options")) {
+    if (const J* so = request_field(o, "stream_options")) {
         if (!so->is_object())
             fail(400, "stream_options", "'stream_options' must be an object, got {}",
                  type_name(*so));
@@ -120,7 +114,7 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
                          std::numeric_limits<int64_t>::max()))
         g.seed = static_cast<uint64_t>(*s);
     g.n = get_int(o, "n", 1, 128).value_or(1);
-    if (const J* s = field(o, "stop")) {
+    if (const J* s = request_field(o, "stop")) {
         if (s->is_string()) {
             g.stop.push_back(s->get<std::string>());
         } else if (s->is_array()) {
@@ -135,9 +129,9 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
         }
         std::erase_if(g.stop, [](const std::string& x) { return x.empty(); });
     }
-    if (const J* s = field(o, "stop_token_ids"))
+    if (const J* s = request_field(o, "stop_token_ids"))
         g.stop_token_ids = token_list(*s, "stop_token_ids");
-    if (const J* b = field(o, "logit_bias")) {
+    if (const J* b = request_field(o, "logit_bias")) {
         if (!b->is_object())
             fail(400, "logit_bias", "'logit_bias' must be an object of token id -> bias");
         for (const auto& [k, v] : b->items()) {
@@ -169,7 +163,7 @@ void parse_generation(const J& o, GenerationFields& g, bool chat) {
     g.skip_special_tokens = get_bool(o, "skip_special_tokens", true);
     g.include_stop_str_in_output = get_bool(o, "include_stop_str_in_output", false);
     g.test_output = get_string(o, "test_output");
-    if (const J* rf = field(o, "response_format"))
+    if (const J* rf = request_field(o, "response_format"))
         g.response_format = parse_response_format(*rf, "response_format");
 }
 
@@ -200,7 +194,7 @@ J normalize_content(const J& c, const std::string& where) {
 }
 
 J check_messages(const J& o) {
-    const J* ms = field(o, "messages");
+    const J* ms = request_field(o, "messages");
     if (!ms) fail(400, "messages", "'messages' is required");
     if (!ms->is_array() || ms->empty())
         fail(400, "messages", "'messages' must be a non-empty array of messages");
@@ -263,7 +257,7 @@ J check_messages(const J& o) {
 
 void check_tools(const J& o, ChatRequest& r) {
     r.tools = nullptr;
-    if (const J* ts = field(o, "tools")) {
+    if (const J* ts = request_field(o, "tools")) {
         if (!ts->is_array()) fail(400, "tools", "'tools' must be an array of tools");
         for (size_t i = 0; i < ts->size(); ++i) {
             const J& t = (*ts)[i];
@@ -292,7 +286,7 @@ void check_tools(const J& o, ChatRequest& r) {
         if (!ts->empty()) r.tools = *ts;
     }
     r.tool_choice = r.tools.is_null() ? ToolChoice::None : ToolChoice::Auto;
-    if (const J* tc = field(o, "tool_choice")) {
+    if (const J* tc = request_field(o, "tool_choice")) {
         if (tc->is_string()) {
             const std::string s = tc->get<std::string>();
             if (s == "none")
@@ -352,19 +346,19 @@ ResponseFormat parse_response_format(const J& f, const std::string& where) {
     // and Anthropic put {name, schema, strict} beside the type.
     const J* holder = &f;
     std::string at = where;
-    if (const J* js = field(f, "json_schema")) {
+    if (const J* js = request_field(f, "json_schema")) {
         if (!js->is_object())
             fail(400, where + ".json_schema",
                  "'{}.json_schema' must be an object {{\"name\", \"schema\", \"strict\"}}", where);
         holder = js;
         at = where + ".json_schema";
     }
-    if (const J* name = field(*holder, "name"); name && !name->is_string())
+    if (const J* name = request_field(*holder, "name"); name && !name->is_string())
         fail(400, at + ".name", "'{}.name' must be a string", at);
-    if (const J* strict = field(*holder, "strict"); strict && !strict->is_boolean())
+    if (const J* strict = request_field(*holder, "strict"); strict && !strict->is_boolean())
         fail(400, at + ".strict", "'{}.strict' must be a boolean", at);
     rf.field = at + ".schema";
-    if (const J* schema = field(*holder, "schema")) {
+    if (const J* schema = request_field(*holder, "schema")) {
         if (!schema->is_object() && !schema->is_boolean())
             fail(400, rf.field, "'{}' must be a JSON Schema (an object)", rf.field);
         rf.schema = *schema;
@@ -393,7 +387,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     parse_generation(o, r, true);
     r.messages = check_messages(o);
     check_tools(o, r);
-    if (const J* k = field(o, "chat_template_kwargs")) {
+    if (const J* k = request_field(o, "chat_template_kwargs")) {
         if (!k->is_object())
             fail(400, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
         r.chat_template_kwargs = *k;
@@ -413,7 +407,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
         fail(400, "max_tokens",
              "'max_tokens' is 0, which generates nothing; it is allowed only with 'echo': true "
              "(the prompt and, with 'logprobs', its tokens' logprobs); ask for at least 1 token");
-    const J* p = field(o, "prompt");
+    const J* p = request_field(o, "prompt");
     if (!p) fail(400, "prompt", "'prompt' is required");
     auto bad = [] {
         fail(400, "prompt",

@@ -1,6 +1,7 @@
 #include "api/responses_request.h"
 
 #include "api/api_error.h"
+#include "api/request_field.h"
 #include "api/response_common.h"
 #include "util/log.h"
 
@@ -10,14 +11,8 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-const J* field(const J& o, const char* name) {
-    auto it = o.find(name);
-    if (it == o.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
 std::string string_field(const J& o, const char* name, const std::string& where) {
-    const J* v = field(o, name);
+    const J* v = request_field(o, name);
     if (!v || !v->is_string())
         fail(400, where + "." + name, "'{}.{}' must be a string", where, name);
     return v->get<std::string>();
@@ -67,7 +62,7 @@ void convert_item(const J& item, size_t i, J& out) {
     const std::string w = fmt::format("input[{}]", i);
     if (!item.is_object()) fail(400, w, "'{}' must be an object", w);
     std::string type = "message";
-    if (const J* t = field(item, "type")) {
+    if (const J* t = request_field(item, "type")) {
         if (!t->is_string()) fail(400, w + ".type", "'{}.type' must be a string", w);
         type = t->get<std::string>();
     }
@@ -79,7 +74,7 @@ void convert_item(const J& item, size_t i, J& out) {
                  "'{}.role' is '{}'; it must be user, assistant, system or "
                  "developer",
                  w, role);
-        const J* c = field(item, "content");
+        const J* c = request_field(item, "content");
         const std::string text = c ? content_text(*c, w + ".content") : "";
         if (role == "assistant") {
             J& turn = assistant_turn(out);
@@ -97,15 +92,16 @@ void convert_item(const J& item, size_t i, J& out) {
         add_call(out, string_field(item, "call_id", w), string_field(item, "name", w),
                  spaced_json(J{{"input", string_field(item, "input", w)}}));
     } else if (type == "function_call_output" || type == "custom_tool_call_output") {
-        const J* o = field(item, "output");
+        const J* o = request_field(item, "output");
         out.push_back({{"role", "tool"},
                        {"tool_call_id", string_field(item, "call_id", w)},
                        {"content", o ? content_text(*o, w + ".output") : ""}});
     } else if (type == "reasoning") {
         std::string text;
-        if (const J* c = field(item, "content")) text = content_text(*c, w + ".content");
+        if (const J* c = request_field(item, "content")) text = content_text(*c, w + ".content");
         if (text.empty())
-            if (const J* s = field(item, "summary")) text = content_text(*s, w + ".summary");
+            if (const J* s = request_field(item, "summary"))
+                text = content_text(*s, w + ".summary");
         // Reasoning opens the assistant turn that follows it.
         out.push_back({{"role", "assistant"}, {"content", ""}, {"reasoning_content", text}});
     } else {
@@ -122,15 +118,16 @@ J custom_tool_parameters() {
 void convert_tools(const J& o, ResponsesRequest& rr) {
     ChatRequest& r = rr.chat;
     r.tools = nullptr;
-    if (const J* ts = field(o, "tools")) {
+    if (const J* ts = request_field(o, "tools")) {
         if (!ts->is_array()) fail(400, "tools", "'tools' must be an array of tools");
         J tools = J::array();
         for (size_t i = 0; i < ts->size(); ++i) {
             const J& t = (*ts)[i];
             const std::string w = fmt::format("tools[{}]", i);
             if (!t.is_object()) fail(400, w, "'{}' must be an object", w);
-            const std::string type =
-                field(t, "type") && t["type"].is_string() ? t["type"].get<std::string>() : "";
+            const std::string type = request_field(t, "type") && t["type"].is_string()
+                                         ? t["type"].get<std::string>()
+                                         : "";
             if (type != "function" && type != "custom") {
                 log::warn(
                     "/v1/responses: {} of type '{}' is not offered to the model (function "
@@ -141,12 +138,13 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
             const std::string name = string_field(t, "name", w);
             if (name.empty()) fail(400, w + ".name", "'{}.name' must not be empty", w);
             J fn = {{"name", name}};
-            if (const J* d = field(t, "description"); d && d->is_string()) fn["description"] = *d;
+            if (const J* d = request_field(t, "description"); d && d->is_string())
+                fn["description"] = *d;
             if (type == "custom") {
                 rr.custom_tools.insert(name);
                 fn["parameters"] = custom_tool_parameters();
             } else {
-                if (const J* p = field(t, "parameters")) {
+                if (const J* p = request_field(t, "parameters")) {
                     if (!p->is_object())
                         fail(400, w + ".parameters", "'{}.parameters' must be a JSON Schema object",
                              w);
@@ -155,7 +153,7 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
                     fn["parameters"] = {{"type", "object"}, {"properties", J::object()}};
                 }
                 // The Responses API's function tools are strict unless they say otherwise.
-                const J* strict = field(t, "strict");
+                const J* strict = request_field(t, "strict");
                 if (strict && !strict->is_boolean())
                     fail(400, w + ".strict", "'{}.strict' must be a boolean", w);
                 if (!strict || strict->get<bool>()) r.strict_tools.push_back(name);
@@ -165,7 +163,7 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
         if (!tools.empty()) r.tools = std::move(tools);
     }
     r.tool_choice = r.tools.is_null() ? ToolChoice::None : ToolChoice::Auto;
-    if (const J* tc = field(o, "tool_choice"); tc && !r.tools.is_null()) {
+    if (const J* tc = request_field(o, "tool_choice"); tc && !r.tools.is_null()) {
         if (tc->is_string()) {
             const std::string s = tc->get<std::string>();
             if (s == "none")
@@ -174,7 +172,7 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
                 r.tool_choice = ToolChoice::Required;
             else if (s != "auto")
                 fail(400, "tool_choice", "'tool_choice' is '{}'; use none, auto or required", s);
-        } else if (tc->is_object() && field(*tc, "name") && (*tc)["name"].is_string()) {
+        } else if (tc->is_object() && request_field(*tc, "name") && (*tc)["name"].is_string()) {
             r.tool_choice = ToolChoice::Named;
             r.tool_choice_name = (*tc)["name"].get<std::string>();
             bool found = false;
@@ -186,7 +184,7 @@ void convert_tools(const J& o, ResponsesRequest& rr) {
     } else if (tc && tc->is_string() && tc->get<std::string>() == "required") {
         fail(400, "tool_choice", "tool_choice 'required' needs a non-empty 'tools' list");
     }
-    if (const J* p = field(o, "parallel_tool_calls"); p && p->is_boolean())
+    if (const J* p = request_field(o, "parallel_tool_calls"); p && p->is_boolean())
         r.parallel_tool_calls = p->get<bool>();
 }
 
@@ -205,26 +203,26 @@ ResponsesRequest parse_responses_request(
                           "stop", "response_format"})
         shared.erase(k);
     parse_generation(shared, r, true);
-    if (const J* mt = field(o, "max_output_tokens")) {
+    if (const J* mt = request_field(o, "max_output_tokens")) {
         if (!mt->is_number_integer() || mt->get<int64_t>() < 1 ||
             mt->get<int64_t>() > std::numeric_limits<int32_t>::max())
             fail(400, "max_output_tokens", "'max_output_tokens' must be a positive integer");
         r.max_tokens = mt->get<int64_t>();
     }
-    if (const J* s = field(o, "store")) {
+    if (const J* s = request_field(o, "store")) {
         if (!s->is_boolean()) fail(400, "store", "'store' must be a boolean");
         rr.store = s->get<bool>();
     }
-    if (const J* t = field(o, "text")) {
+    if (const J* t = request_field(o, "text")) {
         if (!t->is_object()) fail(400, "text", "'text' must be an object {{\"format\": ...}}");
-        if (const J* f = field(*t, "format")) {
+        if (const J* f = request_field(*t, "format")) {
             r.response_format = parse_response_format(*f, "text.format");
             rr.text_format = *f;
         }
     }
 
     J conversation = J::array();
-    if (const J* prev = field(o, "previous_response_id")) {
+    if (const J* prev = request_field(o, "previous_response_id")) {
         if (!prev->is_string())
             fail(400, "previous_response_id", "'previous_response_id' must be a string");
         rr.previous_response_id = prev->get<std::string>();
@@ -236,7 +234,7 @@ ResponsesRequest parse_responses_request(
                  rr.previous_response_id);
         conversation = std::move(*history);
     }
-    const J* input = field(o, "input");
+    const J* input = request_field(o, "input");
     if (!input) fail(400, "input", "'input' is required");
     if (input->is_string()) {
         conversation.push_back({{"role", "user"}, {"content", *input}});
@@ -248,7 +246,7 @@ ResponsesRequest parse_responses_request(
     if (conversation.empty()) fail(400, "input", "'input' holds no message");
 
     J messages = J::array();
-    if (const J* ins = field(o, "instructions")) {
+    if (const J* ins = request_field(o, "instructions")) {
         if (!ins->is_string()) fail(400, "instructions", "'instructions' must be a string");
         rr.instructions = ins->get<std::string>();
         if (!rr.instructions.empty())
@@ -258,8 +256,8 @@ ResponsesRequest parse_responses_request(
     rr.conversation = std::move(conversation);
     r.messages = std::move(messages);
     convert_tools(o, rr);
-    if (const J* re = field(o, "reasoning"); re && re->is_object())
-        if (const J* e = field(*re, "effort"); e && e->is_string())
+    if (const J* re = request_field(o, "reasoning"); re && re->is_object())
+        if (const J* e = request_field(*re, "effort"); e && e->is_string())
             r.chat_template_kwargs["thinking"] = *e != "none" && *e != "minimal";
     return rr;
 }
