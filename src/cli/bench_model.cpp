@@ -15,6 +15,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,8 @@ struct BenchArgs {
     int64_t prompt_len = 0;  // default 128 (512 with --random)
     int64_t decode_steps = 32;
     int tp = 1;
+    int rank = -1;             // >= 0: only this rank of --tp runs, collectives modelled
+    double collective_us = 0;  // --rank: the modelled latency of each collective
     bool expert_parallel = false;
     std::string devices;
     int threads = 0;
@@ -135,29 +138,44 @@ double weight_bytes(const ModelConfig& c, const ExpectedTensor& t, WeightFormat 
 
 struct Roofline {
     double dense = 0;       // bytes read once per step whatever the batch (embedding excluded)
-    double per_expert = 0;  // one routed expert of one layer
-    double embed_row = 0;
+    double per_expert = 0;  // one routed expert of one layer (the part one rank holds)
+    double embed_row = 0;   // one token's embedding row, spread over the ranks holding the rows
     int64_t moe_layers = 0;
+    double held_experts = 0;  // routed experts per layer `layout`'s rank holds (some of each: all)
 };
 
-Roofline roofline(const ModelConfig& c, bool gpu) {
+// The bytes `layout`'s rank holds (the whole model with the default one-rank layout).
+Roofline roofline(const ModelConfig& c, bool gpu, const Layout& layout = Layout()) {
     Roofline r;
+    double expert_bytes = 0;
+    std::set<std::string> held_experts;  // "model.layers.L.mlp.experts.E." of each held expert
     for (const auto& t : expected_tensors(c)) {
         // kv_b_proj is held dense (BF16) whatever the format: the absorbed ops read it.
         const WeightFormat f = is_linear_weight(t.name) && !t.name.ends_with("kv_b_proj.weight")
                                    ? linear_format(c, t.name, "")
                                    : WeightFormat::Dense;
-        const double b = weight_bytes(c, t, f, gpu);
-        if (t.name == "model.embed_tokens.weight")
+        const TensorShard sh = tensor_shard(c, t, layout);
+        const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+        const int64_t cols = t.shape.size() == 2 ? t.shape[1] : t.shape[0];
+        const double held = sh.held ? double(sh.rows.size()) * double(sh.cols.size()) /
+                                          (double(rows) * double(cols))
+                                    : 0.0;
+        const double b = weight_bytes(c, t, f, gpu) * held;
+        if (t.name == "model.embed_tokens.weight") {
             r.embed_row = b / double(c.vocab_size);
-        else if (t.name.find(".mlp.experts.") != std::string::npos)
-            r.per_expert += b;
-        else
+        } else if (t.expert >= 0) {
+            expert_bytes += b;
+            const std::string key = fmt::format(".experts.{}.", t.expert);
+            if (sh.held) held_experts.insert(t.name.substr(0, t.name.find(key) + key.size()));
+        } else {
             r.dense += b;
+        }
     }
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) r.moe_layers += c.is_moe_layer(l);
-    if (c.n_routed_experts > 0 && r.moe_layers > 0)
-        r.per_expert /= double(c.n_routed_experts * r.moe_layers);
+    if (!held_experts.empty() && r.moe_layers > 0) {
+        r.per_expert = expert_bytes / double(held_experts.size());
+        r.held_experts = double(held_experts.size()) / double(r.moe_layers);
+    }
     return r;
 }
 
@@ -269,6 +287,15 @@ int run_bench(const BenchArgs& in) {
         bad_input("--layers and --format apply to --random models only");
     if (random && !a.model.empty())
         bad_input("give a model folder or --random {}, not both", a.random);
+    const bool alone = a.rank >= 0;
+    if (alone && (a.tp < 2 || a.rank >= a.tp))
+        bad_input("--rank {} needs --tp of at least 2 and a rank below it (0 to tp - 1)", a.rank);
+    if (!alone && a.collective_us != 0)
+        bad_input("--collective-us models the collectives of one rank: give --rank too");
+    if (a.collective_us < 0) bad_input("--collective-us {} must not be negative", a.collective_us);
+    // One rank's numbers are not the model's (its collectives only wait): nothing to check.
+    if (alone) a.check_layers = 0;
+    const int gpus = alone ? 1 : a.tp;              // GPUs the run uses
     const uint64_t seed = 0x6d797269616400ull + 1;  // fixed: runs are comparable
 
     std::string name;
@@ -283,7 +310,7 @@ int run_bench(const BenchArgs& in) {
         c = load_model_config(name);
     }
     std::string device_note;
-    const Device device = choose_device(a.device, a.tp, c, ckpt, &device_note, a.devices);
+    const Device device = choose_device(a.device, gpus, c, ckpt, &device_note, a.devices);
     a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
     if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
@@ -292,7 +319,8 @@ int run_bench(const BenchArgs& in) {
         a.check_layers = std::min(a.check_layers, c.num_hidden_layers);
         check = check_against_cpu(a, device, a.prompt_len, max_batch, seed);
     } else if (random && !a.json) {
-        std::printf("no check against the CPU backend (--check-layers 0)\n");
+        std::printf("no check against the CPU backend (%s)\n",
+                    alone ? "--rank: one rank alone computes no real output" : "--check-layers 0");
     }
 
     WorkerGroupOptions wo;
@@ -300,7 +328,9 @@ int run_bench(const BenchArgs& in) {
     wo.expert_parallel = a.expert_parallel;
     wo.threads = a.threads;
     wo.device = device;
-    if (device == Device::Cuda) wo.devices = parse_devices(a.devices, a.tp);
+    if (device == Device::Cuda) wo.devices = parse_devices(a.devices, gpus);
+    wo.only_rank = a.rank;
+    wo.modelled_collective_us = a.collective_us;
     const int64_t warm_steps = 3, stat_steps = 2;
     const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps;
     const int64_t blocks_per_seq = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size;
@@ -310,7 +340,9 @@ int run_bench(const BenchArgs& in) {
     const double load_s = seconds_since(t_load);
     const bool gpu = device == Device::Cuda;
     const double bandwidth = gpu ? cuda_copy_bandwidth(0) : host_copy_bandwidth();
-    const Roofline roof = roofline(c, gpu);
+    // One rank alone: the bytes it holds (its shard); else the whole model on the one device.
+    const Roofline roof =
+        roofline(c, gpu, alone ? Layout(a.tp, a.expert_parallel, a.rank) : Layout());
     const double kv_token_bytes = double(c.kv_lora_rank + c.qk_rope_head_dim) *
                                   double(dtype_size(workers.kv_cache_dtype())) *
                                   double(c.num_hidden_layers);
@@ -345,6 +377,13 @@ int run_bench(const BenchArgs& in) {
     }
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    struct {
+        int64_t all_reduces = 0, gathers = 0;
+    } collectives;
+    // --rank: the step of every rank projected at all-reduce latencies of real machines (NVLink
+    // one-shot 8 us, PCIe 12 us: anchors.md; NCCL inside a graph on two H200s 18 us).
+    const double project_us[] = {0, 8, 12, 18};
+    std::vector<std::vector<double>> projected;  // per batch: tok/s at each of project_us
     if (!a.json) {
         std::printf("%s: %.1f s to build, %.2f GB of weights; prefill of %lld tokens: %.1f tok/s\n",
                     name.c_str(), load_s, workers.weight_bytes_per_rank() / 1e9,
@@ -373,7 +412,13 @@ int run_bench(const BenchArgs& in) {
                                       c.vocab_size);
             run_step(st);
         };
-        for (int64_t i = 0; i < warm_steps; ++i) decode();
+        // The first decode step runs op by op: the collectives it issues are every step's.
+        const int64_t reduces_before = workers.modelled_all_reduces();
+        const int64_t gathers_before = workers.modelled_gathers();
+        decode();
+        collectives.all_reduces = workers.modelled_all_reduces() - reduces_before;
+        collectives.gathers = workers.modelled_gathers() - gathers_before;
+        for (int64_t i = 1; i < warm_steps; ++i) decode();
         const int64_t timed_past = past;
         auto t1 = Clock::now();
         for (int64_t i = 0; i < a.decode_steps; ++i) decode();
@@ -390,6 +435,13 @@ int run_bench(const BenchArgs& in) {
                                   distinct * roof.per_expert * double(roof.moe_layers) +
                                   double(batch) * mean_ctx * kv_token_bytes;
         const double decode_tps = double(batch) / step_s;
+        if (alone) {
+            const double n = double(collectives.all_reduces + collectives.gathers);
+            const double compute_s = std::max(0.0, step_s - n * a.collective_us * 1e-6);
+            std::vector<double> row;
+            for (double us : project_us) row.push_back(double(batch) / (compute_s + n * us * 1e-6));
+            projected.push_back(std::move(row));
+        }
         const double gbs = step_bytes / step_s / 1e9;
         results.push_back({{"batch", batch},
                            {"prompt_len", a.prompt_len},
@@ -402,6 +454,12 @@ int run_bench(const BenchArgs& in) {
                            {"experts_uniform", uniform_distinct(c, batch)},
                            {"read_gb_s", gbs},
                            {"copy_gb_s", bandwidth / 1e9}});
+        if (alone) {
+            nlohmann::ordered_json p = nlohmann::ordered_json::object();
+            for (size_t i = 0; i < std::size(project_us); ++i)
+                p[fmt::format("{:g}", project_us[i])] = projected.back()[i];
+            results.back()["projected_tok_s_at_collective_us"] = p;
+        }
         if (!a.json)
             std::printf("%-6lld %12.1f %12.1f %10.3f %14.1f %12.1f %12.1f %10.1f %7.1f%%\n",
                         (long long)batch, double(batch * a.prompt_len) / batch_prefill_s,
@@ -409,12 +467,21 @@ int run_bench(const BenchArgs& in) {
                         uniform_distinct(c, batch), gbs, 100.0 * gbs * 1e9 / bandwidth);
     }
     // Bytes one batch-1 decode token must move at least: the weights it touches once.
-    const double floor_bytes = roof.dense + roof.embed_row +
-                               double(std::min(c.num_experts_per_tok, c.n_routed_experts)) *
-                                   roof.per_expert * double(roof.moe_layers);
+    // (One rank under expert parallelism holds a token's experts with the share of its block.)
+    const double k = double(std::min(c.num_experts_per_tok, c.n_routed_experts));
+    const double k_held = c.n_routed_experts > 0
+                              ? k * std::min(1.0, roof.held_experts / double(c.n_routed_experts))
+                              : 0.0;
+    const double floor_bytes =
+        roof.dense + roof.embed_row +
+        (alone && a.expert_parallel ? k_held : k) * roof.per_expert * double(roof.moe_layers);
     if (a.json) {
         nlohmann::ordered_json out = {{"model", name},
                                       {"tp", a.tp},
+                                      {"rank", alone ? nlohmann::ordered_json(a.rank) : nullptr},
+                                      {"collective_us", a.collective_us},
+                                      {"all_reduces_per_step", collectives.all_reduces},
+                                      {"gathers_per_step", collectives.gathers},
                                       {"threads", workers.options().threads},
                                       {"device", a.device},
                                       {"copy_gb_s", bandwidth / 1e9},
@@ -432,6 +499,26 @@ int run_bench(const BenchArgs& in) {
             bandwidth / floor_bytes, a.tp, workers.options().threads,
             device_tokens ? "greedy tokens chosen on the device (ids copied back)"
                           : "logits copied to the host");
+        if (alone) {
+            std::printf(
+                "rank %d of %d alone (its shard: %.2f GB; roofline above is its bytes): a decode "
+                "step issues %lld all-reduces and %lld gathers, each modelled as a %.1f us wait\n",
+                a.rank, a.tp, workers.weight_bytes_per_rank() / 1e9,
+                (long long)collectives.all_reduces, (long long)collectives.gathers,
+                a.collective_us);
+            std::printf(
+                "single-stream projection for %d ranks on %d GPUs (every rank's step as "
+                "this one's, collectives at the latency below):\n",
+                a.tp, a.tp);
+            std::printf("%-6s", "batch");
+            for (double us : project_us) std::printf(" %9s", fmt::format("{:g} us", us).c_str());
+            std::printf("   (tok/s)\n");
+            for (size_t b = 0; b < batches.size(); ++b) {
+                std::printf("%-6lld", (long long)batches[b]);
+                for (double v : projected[b]) std::printf(" %9.1f", v);
+                std::printf("\n");
+            }
+        }
     }
     return 0;
 }
@@ -458,6 +545,12 @@ Run add_bench_model(CLI::App& app) {
     app.add_option("--decode-steps", a->decode_steps, "decode steps timed (default 32)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_flag("--expert-parallel", a->expert_parallel, "whole routed experts per rank");
+    app.add_option("--rank", a->rank,
+                   "with --tp N: build and time only this rank's shard (0 to N-1), on one device, "
+                   "its collectives replaced by a wait of --collective-us; prints the step "
+                   "projected at real all-reduce latencies");
+    app.add_option("--collective-us", a->collective_us,
+                   "--rank: microseconds each collective waits (default 0: none)");
     app.add_option("--devices", a->devices,
                    "the GPU of each rank, e.g. 0,1 or 0,0,0,0 (default: MYRIAD_CUDA_DEVICES, else "
                    "GPUs 0 to tp-1)");

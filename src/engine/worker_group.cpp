@@ -8,6 +8,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
 #include "parallel/cpu_communicator.h"
+#include "parallel/modelled_communicator.h"
 #include "parallel/topology.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -23,21 +24,31 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         bad_input("--expert-parallel: {} has no routed experts", config_.path);
     layout_ = Layout(options_.tp, options_.expert_parallel, 0);
     validate_checkpoint(config_, checkpoint_, layout_);  // check_layout: before any weight
-    if (options_.device == Device::Cuda) {               // decided before any weight is read
+    const bool alone = options_.only_rank >= 0;
+    if (alone && (options_.tp < 2 || options_.only_rank >= options_.tp))
+        bad_input("--rank {} needs --tp of at least 2 and a rank below it", options_.only_rank);
+    if (options_.modelled_collective_us < 0)
+        bad_input("--collective-us {} must not be negative", options_.modelled_collective_us);
+    const int workers = alone ? 1 : options_.tp;
+    if (options_.device == Device::Cuda) {  // decided before any weight is read
         std::string why;
         if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
         if (options_.devices.empty())
-            for (int r = 0; r < options_.tp; ++r) options_.devices.push_back(r);
-        if (static_cast<int>(options_.devices.size()) != options_.tp)
-            bad_input("--devices names {} GPU(s) for --tp {}; give one per rank",
-                      options_.devices.size(), options_.tp);
-        if (options_.tp > 1) {
+            for (int r = 0; r < workers; ++r) options_.devices.push_back(r);
+        if (static_cast<int>(options_.devices.size()) != workers)
+            bad_input("--devices names {} GPU(s) for {}; give one per rank",
+                      options_.devices.size(),
+                      alone ? "--rank (one rank runs)" : fmt::format("--tp {}", options_.tp));
+        if (options_.tp > 1 && !alone) {
             for (const std::string& line : topology_lines(gpu_topology())) log::info("{}", line);
             group_ = make_gpu_comm_group(options_.devices);
         }
-    } else {
+    } else if (!alone) {
         group_ = std::make_shared<CpuCommGroup>(options_.tp);
     }
+    if (alone)
+        log::info("rank {} of {} alone: each collective a modelled wait of {} us",
+                  options_.only_rank, options_.tp, options_.modelled_collective_us);
     if (options_.tp > 1)
         log::info("layout: {} ({} routed experts {})", layout_.label(), config_.n_routed_experts,
                   layout_.expert_parallel() ? "placed whole, a block per rank"
@@ -71,10 +82,13 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
          (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda));
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
-    set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
-    for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
+    set_blas_threads(workers > 1 ? 1 : options_.threads);
+    if (alone)
+        threads_.emplace_back([this] { run_worker(options_.only_rank); });
+    else
+        for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return ready_ == options_.tp; });
+    cv_.wait(lock, [&] { return ready_ == workers; });
     if (error_) {
         stop_ = true;
         ++generation_;
@@ -109,11 +123,19 @@ void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling*
     error_ = nullptr;
     ++generation_;
     cv_.notify_all();
-    cv_.wait(lock, [&] { return done_ == options_.tp; });
+    cv_.wait(lock, [&] { return done_ == static_cast<int>(threads_.size()); });
     if (error_) {
         if (group_) group_->barrier().reset();  // every rank has left the step
         std::rethrow_exception(error_);
     }
+}
+
+int64_t WorkerGroup::modelled_all_reduces() const {
+    return modelled_ ? modelled_->all_reduces() : 0;
+}
+
+int64_t WorkerGroup::modelled_gathers() const {
+    return modelled_ ? modelled_->gathers() : 0;
 }
 
 void WorkerGroup::run_worker(int rank) {
@@ -121,20 +143,32 @@ void WorkerGroup::run_worker(int rank) {
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<DeepseekV3> model;
     std::unique_ptr<KvCache> cache;
+    const bool alone = options_.only_rank >= 0;
+    const int lead = alone ? options_.only_rank : 0;  // the rank whose logits are returned
     try {
         if (options_.device == Device::Cuda) {
             // Graphs at any world: the communicator turns them off where its collectives wait
             // on the host (no peer access between the GPUs).
-            ops = make_cuda_ops(options_.devices[static_cast<size_t>(rank)]);
-            comm = options_.tp == 1 ? make_single_gpu_communicator()
-                                    : make_gpu_communicator(group_, rank, *ops);
+            ops = make_cuda_ops(options_.devices[alone ? 0 : static_cast<size_t>(rank)]);
+            if (alone)
+                comm = make_modelled_gpu_communicator(options_.tp, rank,
+                                                      options_.modelled_collective_us, *ops);
+            else
+                comm = options_.tp == 1 ? make_single_gpu_communicator()
+                                        : make_gpu_communicator(group_, rank, *ops);
         } else {
-            auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / options_.tp));
+            const int workers = alone ? 1 : options_.tp;
+            auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / workers));
             cpu->set_sampling(backend_samples_);
             ops = std::move(cpu);
-            comm = std::make_unique<CpuCommunicator>(std::static_pointer_cast<CpuCommGroup>(group_),
-                                                     rank);
+            if (alone)
+                comm = std::make_unique<ModelledCommunicator>(options_.tp, rank,
+                                                              options_.modelled_collective_us);
+            else
+                comm = std::make_unique<CpuCommunicator>(
+                    std::static_pointer_cast<CpuCommGroup>(group_), rank);
         }
+        if (alone) modelled_ = static_cast<ModelledCommunicator*>(comm.get());
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm,
                                              layout_.of_rank(rank), options_.model);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
@@ -150,7 +184,7 @@ void WorkerGroup::run_worker(int rank) {
     uint64_t seen;
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (rank == 0 && model) weight_bytes_ = model->weight_bytes();
+        if (rank == lead && model) weight_bytes_ = model->weight_bytes();
         ++ready_;
         seen = generation_;
     }
@@ -174,12 +208,12 @@ void WorkerGroup::run_worker(int rank) {
             logprobs = logprobs_;
         }
         try {
-            if (rank != 0) {
+            if (rank != lead) {
                 own_logits.resize(step->logit_rows.size() * config_.vocab_size);
                 logits = own_logits.data();
             }
-            model->forward(*step, *cache, logits, rank == 0 ? sampling : nullptr, tokens,
-                           rank == 0 ? logprobs : nullptr);
+            model->forward(*step, *cache, logits, rank == lead ? sampling : nullptr, tokens,
+                           rank == lead ? logprobs : nullptr);
             comm->check_step();  // a collective that gave up waiting on the device
         } catch (const std::exception& e) {
             {

@@ -20,6 +20,7 @@
 namespace myriad {
 
 class CommGroup;
+class ModelledCommunicator;
 
 // Tokens per KV-cache block unless a caller chooses otherwise.
 inline constexpr int64_t kKvBlockSize = 16;
@@ -41,6 +42,12 @@ struct WorkerGroupOptions {
     Device device = Device::Cpu;  // --device: Cuda runs each rank on its GPU of `devices`
     BackendSampling sampling = BackendSampling::Auto;
     ModelOptions model;
+    // >= 0: only this rank of the `tp` runs (its shard alone is built), its collectives a
+    // modelled wait of `modelled_collective_us` (parallel/modelled_communicator.h): one rank of a
+    // layout too big for this machine, timed (bench-model --rank). `devices` then names its GPU
+    // alone; its logits are not the model's.
+    int only_rank = -1;
+    double modelled_collective_us = 0;
 };
 
 class WorkerGroup {
@@ -62,6 +69,9 @@ class WorkerGroup {
     DType kv_cache_dtype() const { return kv_dtype_; }
     // Whether step() takes a StepSampling: one rank whose backend samples (BackendSampling).
     bool backend_samples() const { return backend_samples_; }
+    // With only_rank: the collectives its steps have issued so far (all-reduces, gathers).
+    int64_t modelled_all_reduces() const;
+    int64_t modelled_gathers() const;
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
     // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
     // not marked host, and only the host rows' logits are written. The results of the step's
@@ -94,6 +104,7 @@ class WorkerGroup {
     LogprobRows* logprobs_ = nullptr;
     bool backend_samples_ = false;
     std::exception_ptr error_;
+    ModelledCommunicator* modelled_ = nullptr;  // only_rank's communicator, while it runs
 };
 
 }  // namespace myriad

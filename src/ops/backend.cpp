@@ -123,6 +123,10 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
                                                     int rank, Ops& ops) {
     return cuda::make_gpu_communicator(group, rank, ops);
 }
+std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
+                                                             Ops& ops) {
+    return cuda::make_modelled_gpu_communicator(world, rank, wait_us, ops);
+}
 double cuda_copy_bandwidth(int index) {
     return cuda::copy_bandwidth(index);
 }
@@ -161,6 +165,9 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>&) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>&, int, Ops&) {
+    bad_input("--device cuda: {}", kNoCuda);
+}
+std::unique_ptr<Communicator> make_modelled_gpu_communicator(int, int, double, Ops&) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 double cuda_copy_bandwidth(int) {

@@ -54,6 +54,11 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
                                                     int rank, Ops& ops);
 
+// Rank `rank` of `world` on the stream of `ops` (a CUDA backend) with no other rank: each
+// collective a wait of `wait_us` on the GPU (parallel/cuda/modelled_gpu_communicator.h).
+std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
+                                                             Ops& ops);
+
 // The GPUs of this machine and their links: NVML's view in CUDA's device order with CUDA's peer
 // access (NVML's order and no peer access without the backend); `topology_lines` prints it.
 Topology gpu_topology();

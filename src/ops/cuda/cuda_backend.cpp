@@ -8,6 +8,7 @@
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_ops.h"
 #include "parallel/cuda/device_communicator.h"
+#include "parallel/cuda/modelled_gpu_communicator.h"
 #include "parallel/cuda/nccl_communicator.h"
 #include "parallel/cuda/single_gpu_communicator.h"
 #include "util/error.h"
@@ -110,6 +111,13 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) 
         log::info("collectives: {}, and NCCL is not usable ({})", no_peer, why);
     }
     return std::make_shared<DeviceCommGroup>(devices);
+}
+
+std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
+                                                             Ops& ops) {
+    auto* cuda = dynamic_cast<CudaOps*>(&ops);
+    MYRIAD_CHECK(cuda, "a GPU communicator needs the CUDA backend");
+    return std::make_unique<ModelledGpuCommunicator>(world, rank, wait_us, cuda->stream());
 }
 
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,

@@ -20,6 +20,8 @@ std::unique_ptr<Communicator> make_single_gpu_communicator();
 std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
                                                     int rank, Ops& ops);
+std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
+                                                             Ops& ops);
 double copy_bandwidth(int index);
 
 }  // namespace myriad::cuda
