@@ -209,7 +209,8 @@ TEST(KernelChoices, Overrides) {
     EXPECT_TRUE(has(all, "at every size (exact mode")) << all;
     EXPECT_TRUE(has(all, "MLA prefill (v1")) << all;
     EXPECT_TRUE(has(all, "version 3 (tensor cores, 16 heads a block) at every batch")) << all;
-    EXPECT_TRUE(has(all, "kernel overrides (MYRIAD_KERNELS=exact=1, graphs=0,")) << all;
+    EXPECT_TRUE(has(all, "kernel overrides (MYRIAD_KERNELS=exact=1,graphs=0,decode_attention=v3,"))
+        << all;
     EXPECT_TRUE(has(all, ": exact=1, graphs=0, pdl=0, skinny_rows=8, skinny=v1")) << all;
     // The rest back: auto values, and a value equal to the default is listed as none changed.
     k.apply_overrides("decode_attention=auto,decode_threads=auto");

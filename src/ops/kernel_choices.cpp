@@ -155,6 +155,7 @@ KernelChoices KernelChoices::choose(const GpuInfo& gpu, const KernelShapes& shap
 
 void KernelChoices::apply_overrides(const std::string& spec, const std::string& source) {
     KernelChoices next = *this;
+    std::string applied = overrides;  // the items as name=value, comma-separated
     size_t at = 0;
     while (at <= spec.size()) {
         size_t end = spec.find(',', at);
@@ -176,9 +177,8 @@ void KernelChoices::apply_overrides(const std::string& spec, const std::string& 
         if (!field->set(next, value))
             bad_input("{}: {}={} is not a value of {}; it takes {}", source, name, value, name,
                       field->values);
+        applied += (applied.empty() ? "" : ",") + name + "=" + value;
     }
-    std::string applied = overrides;
-    if (!trim(spec).empty()) applied += (applied.empty() ? "" : ",") + trim(spec);
     *this = next;
     overrides = applied;
 }
