@@ -159,6 +159,19 @@ TEST_P(GpuLinear, MatchesCpu) {
         EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
             << weight_format_name(format) << " m " << m << " skinny v" << v;
     }
+    // The kept comparison choices: the first skinny version (one weight load a lane, 16-row
+    // passes) and early launch off.
+    for (auto [single, pdl] : {std::pair{true, true}, std::pair{false, false}}) {
+        ScopedChoices chosen(*gpu, [single = single, pdl = pdl](KernelChoices& kc) {
+            kc.skinny_single_load = single;
+            kc.pdl = pdl;
+        });
+        Tensor out = poisoned(DType::F32, {m, n});
+        gpu->linear(dev(x, {m, k}), wg, out);
+        EXPECT_LE(rel_err(fetch(out), ref), m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+            << weight_format_name(format) << " m " << m << " single load " << single << " pdl "
+            << pdl;
+    }
 }
 
 // The gated half of an MLP: one skinny launch over both weights up to kSkinnyRows rows, the
