@@ -14,9 +14,26 @@ namespace {
 
 const std::vector<std::string> kDefault = {"90a"}, kRelease = {"90a", "100a", "120a"};
 
+// The plan for a GPU of capability `cc`, the formats and cache of a one-rank Moonlight-like shape.
+GpuKernelPlan plan_with(int cc, const std::vector<std::string>& built,
+                        const std::set<WeightFormat>& formats, DType kv) {
+    GpuInfo gpu{"Test GPU", cc};
+    ModelConfig config;
+    config.hidden_size = 2048;
+    config.num_attention_heads = 16;
+    config.kv_lora_rank = 512;
+    config.qk_rope_head_dim = 64;
+    config.n_routed_experts = 64;
+    config.num_experts_per_tok = 6;
+    config.moe_intermediate_size = 1408;
+    config.vocab_size = 163840;
+    return plan_gpu_kernels(
+        gpu, built, KernelChoices::choose(gpu, kernel_shapes(config, formats, Layout(), kv)));
+}
+
 GpuKernelPlan plan(int cc, const std::vector<std::string>& built,
                    std::set<WeightFormat> formats = {WeightFormat::Dense}) {
-    return plan_gpu_kernels({"Test GPU", cc}, built, formats, DType::BF16);
+    return plan_with(cc, built, formats, DType::BF16);
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -60,8 +77,7 @@ TEST(KernelPlan, FormatsAndCache) {
     EXPECT_TRUE(has(all, "NVFP4 linears")) << all;
     EXPECT_FALSE(has(all, "FP8-block")) << all;
     EXPECT_TRUE(has(all, "latent cache in BF16")) << all;
-    auto fp8 =
-        plan_gpu_kernels({"Test GPU", 90}, kDefault, {WeightFormat::Fp8Block}, DType::F8_E4M3);
+    auto fp8 = plan_with(90, kDefault, {WeightFormat::Fp8Block}, DType::F8_E4M3);
     std::string f;
     for (const auto& l : fp8.lines) f += l + "\n";
     EXPECT_TRUE(has(f, "FP8-block linears") && has(f, "FP8 e4m3")) << f;

@@ -104,7 +104,7 @@ def compare(out, binary):
         pj = json.load(open(os.path.join(folder, "prompts.json")))
         for i, (ids, hf) in enumerate(zip(pj["prompts"], pj["hf_greedy"])):
             for device, exact in (("cpu", "0"), ("cuda", "1"), ("cuda", "0")):
-                env = dict(os.environ, MYRIAD_CUDA_EXACT=exact)
+                env = dict(os.environ, MYRIAD_KERNELS="exact=" + exact)
                 cmd = [binary, "generate", folder, "--device", device, "--prompt-ids",
                        ",".join(map(str, ids)), "--max-tokens", str(len(hf)), "--ids",
                        "--temperature", "0", "--ignore-eos"]

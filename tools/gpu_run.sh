@@ -107,20 +107,20 @@ ninja -C build-gpu -j"$(nproc)" myriad >>"$OUT/build.log" 2>&1 && have_myriad=1 
 
 rc=0
 if [ "${GPU_TESTS:-1}" = 1 ]; then  # GPU_TESTS=0: build myriad and benchmark only
-MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu ${1:+-R "$1"} --output-on-failure -j 8 --timeout 300 \
+MYRIAD_KERNELS=sync=1 ctest --test-dir build-gpu -L gpu ${1:+-R "$1"} --output-on-failure -j 8 --timeout 300 \
     >"$OUT/ctest.log" 2>&1
 rc=$?
 grep -E "tests passed|Failed|\*\*\*|Total Test" "$OUT/ctest.log" | tail -40
 # The whole-model tests again without CUDA graphs (every decode step op by op); GPU_NOGRAPHS=0
 # skips this second pass.
 if [ "${GPU_NOGRAPHS:-1}" = 1 ]; then
-MYRIAD_CUDA_GRAPHS=0 MYRIAD_CUDA_SYNC=1 ctest --test-dir build-gpu -L gpu -R "Golden|KvCache|Graphs" \
+MYRIAD_KERNELS=graphs=0,sync=1 ctest --test-dir build-gpu -L gpu -R "Golden|KvCache|Graphs" \
     --output-on-failure -j 8 --timeout 300 >"$OUT/ctest_nographs.log" 2>&1 || rc=1
 echo "without graphs: $(grep -E "tests passed" "$OUT/ctest_nographs.log")"
 fi
 build-gpu/tests/myriad_gpu_tests --gtest_filter='GpuGraphs.*' 2>&1 | grep -E "^graphs|FAILED|OK \]" | tee "$OUT/graphs.txt"
 # The whole-model lines (error and greedy agreement per checkpoint).
-[ "${GPU_MODELS:-1}" = 1 ] && MYRIAD_CUDA_SYNC=1 build-gpu/tests/myriad_gpu_tests \
+[ "${GPU_MODELS:-1}" = 1 ] && MYRIAD_KERNELS=sync=1 build-gpu/tests/myriad_gpu_tests \
     --gtest_filter='*Golden*:*KvCache*' 2>&1 | grep -E "worst|FAILED" | tee "$OUT/models.txt"
 # compute-sanitizer memcheck over the op tests (small shapes; GPU_SANITIZER=0 skips it).
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -189,8 +189,13 @@ if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU:-}" ]; then
             shift
         done
         n=$((n + 1))
+        # Graphs off (ncu times kernels launched one by one), after the run's own overrides.
+        kernels=graphs=0
+        for e in "${envs[@]}"; do
+            [[ $e == MYRIAD_KERNELS=* ]] && kernels="${e#MYRIAD_KERNELS=},graphs=0"
+        done
         # shellcheck disable=SC2086  # GPU_NCU_ARGS is a word list
-        env "${envs[@]}" MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" \
+        env "${envs[@]}" MYRIAD_KERNELS="$kernels" timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" \
             --clock-control none ${GPU_NCU_ARGS:-} "${window[@]}" \
             --metrics gpu__time_duration.sum --csv --page raw -k 'regex:^(?!.*synth)' \
             ./build-gpu/myriad bench-model "${args[@]}" --check-layers 0 --device cuda \
@@ -238,7 +243,7 @@ if [ "$have_myriad" = 1 ] && [ -n "${GPU_NCU_DETAIL:-}" ]; then
         set -- $spec
         kre=$1 skip=$2
         shift 2
-        MYRIAD_CUDA_GRAPHS=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
+        MYRIAD_KERNELS=graphs=0 timeout "${GPU_BENCH_TIMEOUT:-150}" "$ncu" --clock-control none \
             --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
             -k "regex:$kre" --launch-skip "$skip" --launch-count 1 \

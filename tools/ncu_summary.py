@@ -2,7 +2,7 @@
 """Sums Nsight Compute's per-kernel durations by kernel name, costliest first.
 
 On the GPU host (ncu is in the CUDA toolkit; leave the clocks alone):
-  MYRIAD_CUDA_GRAPHS=0 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+  MYRIAD_KERNELS=graphs=0 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
       --page raw -k 'regex:^(?!.*synth)' ./build-gpu/myriad bench-model --random moonlight \
       --format nvfp4 --batch 1 --decode-steps 8 --check-layers 0 --device cuda > ncu.csv
   python3 tools/ncu_summary.py ncu.csv [TOP]

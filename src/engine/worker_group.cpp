@@ -61,16 +61,21 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
         kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
     if (!note.empty()) log::info("{}", note);
     if (options_.device == Device::Cuda) {  // the kernels, or why a GPU cannot run the model
-        std::vector<int> seen;
-        for (int d : options_.devices) {
-            if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
-            const GpuKernelPlan plan = gpu_kernel_plan(config_, checkpoint_, kv_dtype_, d);
+        // Each rank's choices, for its GPU and its shards; the lines are said once (the
+        // choices are the same on every GPU that can run them, and the ranks' shapes are even).
+        // (One rank alone: its choices alone, on its one GPU.)
+        for (int r = 0; r < options_.tp; ++r) {
+            if (alone && r != options_.only_rank) {
+                kernel_choices_.emplace_back();
+                continue;
+            }
+            const int d = options_.devices[alone ? 0 : static_cast<size_t>(r)];
+            const GpuKernelPlan plan =
+                gpu_kernel_plan(config_, checkpoint_, kv_dtype_, d, layout_.of_rank(r));
             if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
-            // The choices are the same on every GPU that can run them: said once.
-            const size_t n =
-                seen.empty() ? plan.lines.size() : std::min<size_t>(1, plan.lines.size());
-            for (size_t i = 0; i < n; ++i) log::info("{}", plan.lines[i]);
-            seen.push_back(d);
+            if (r == (alone ? options_.only_rank : 0))
+                for (const std::string& line : plan.lines) log::info("{}", line);
+            kernel_choices_.push_back(plan.choices);
         }
         if (const std::string why = gpu_layout_problem(config_, layout_); !why.empty())
             bad_input("--device cuda {}", why);
@@ -149,7 +154,8 @@ void WorkerGroup::run_worker(int rank) {
         if (options_.device == Device::Cuda) {
             // Graphs at any world: the communicator turns them off where its collectives wait
             // on the host (no peer access between the GPUs).
-            ops = make_cuda_ops(options_.devices[alone ? 0 : static_cast<size_t>(rank)]);
+            ops = make_cuda_ops(options_.devices[alone ? 0 : static_cast<size_t>(rank)],
+                                kernel_choices_[static_cast<size_t>(rank)]);
             if (alone)
                 comm = make_modelled_gpu_communicator(options_.tp, rank,
                                                       options_.modelled_collective_us, *ops);

@@ -16,6 +16,7 @@
 #include "format/checkpoint.h"
 #include "model/deepseek_v3.h"
 #include "model/kv_cache.h"
+#include "ops/kernel_choices.h"
 
 namespace myriad {
 
@@ -89,6 +90,7 @@ class WorkerGroup {
     DType kv_dtype_ = DType::F32;
     std::vector<float> kv_scales_;
     Layout layout_;
+    std::vector<KernelChoices> kernel_choices_;  // each rank's, on GPUs (the plan's)
     std::shared_ptr<CommGroup> group_;
     std::vector<std::thread> threads_;
     std::mutex mutex_;

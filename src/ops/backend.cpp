@@ -93,12 +93,12 @@ bool cuda_backend_built() {
 int cuda_device_count(std::string* why) {
     return cuda::device_count(why);
 }
-std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs) {
-    return cuda::make_ops(index, graphs);
+std::unique_ptr<Ops> make_cuda_ops(int index, const KernelChoices& choices, bool graphs) {
+    return cuda::make_ops(index, choices, graphs);
 }
 bool cuda_device_info(int index, GpuInfo* info) {
     info->index = index;
-    return cuda::device_info(index, &info->name, &info->cc, &info->memory);
+    return cuda::device_info(index, &info->name, &info->cc, &info->memory, &info->sms);
 }
 std::vector<std::string> cuda_built_architectures() {
     std::vector<std::string> out;
@@ -149,7 +149,7 @@ int cuda_device_count(std::string* why) {
     if (why) *why = kNoCuda;
     return 0;
 }
-std::unique_ptr<Ops> make_cuda_ops(int, bool) {
+std::unique_ptr<Ops> make_cuda_ops(int, const KernelChoices&, bool) {
     bad_input("--device cuda: {}", kNoCuda);
 }
 bool cuda_device_info(int, GpuInfo*) {

@@ -29,15 +29,17 @@ int cuda_device_count(std::string* why = nullptr);
 Device resolve_device(const std::string& flag, int tp, std::string* note,
                       const std::string& devices = "");
 
-// GPU `index`'s name and compute capability; false without the backend or that GPU.
+// GPU `index`'s name, compute capability, memory and multiprocessors; false without the backend
+// or that GPU.
 bool cuda_device_info(int index, GpuInfo* info);
 // The CUDA architectures this binary was built for (CMAKE_CUDA_ARCHITECTURES), empty without
 // the backend.
 std::vector<std::string> cuda_built_architectures();
 
-// The CUDA backend on device `index`; bad input (exit 2) with the reason when there is none.
-// `graphs` false: no CUDA graphs (ranks of several, whose collectives wait on the host).
-std::unique_ptr<Ops> make_cuda_ops(int index, bool graphs = true);
+// The CUDA backend on device `index` running `choices` (ops/kernel_choices.h: the plan's, for
+// this rank); bad input (exit 2) with the reason when there is none. `graphs` false: no CUDA
+// graphs (ranks of several, whose collectives wait on the host).
+std::unique_ptr<Ops> make_cuda_ops(int index, const KernelChoices& choices, bool graphs = true);
 
 // Bytes per second of a large device-to-device copy on GPU `index` (read + written counted,
 // median of several), the roofline's bandwidth; 0 without the backend.

@@ -34,34 +34,10 @@ std::string sm(int cc) {
     return fmt::format("sm_{}", cc);
 }
 
-std::string format_line(WeightFormat f) {
-    switch (f) {
-        case WeightFormat::Dense:
-            return "BF16 linears: skinny kernel up to 16 rows, cuBLASLt BF16 GEMM (F32 out) above";
-        case WeightFormat::Fp8Block:
-            return "FP8-block linears: dequantised in registers up to 16 rows, expanded to BF16 by "
-                   "tiles for cuBLASLt above";
-        case WeightFormat::Nvfp4:
-            return "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to "
-                   "BF16 "
-                   "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
-                   "expert or from 8 tokens";
-        case WeightFormat::Int4Group:
-            return "INT4 linears: dequantised in registers (W4A16) up to 16 rows, expanded to BF16 "
-                   "by tiles above; routed experts grouped, tensor cores (mma.sync) past 4 rows an "
-                   "expert or from 8 tokens";
-        case WeightFormat::GgufBlock:
-            return "GGUF block-quantised linears: dequantised to BF16 at load (no CUDA kernel "
-                   "reads "
-                   "ggml blocks; they take the BF16 kernels and their memory)";
-    }
-    return "";
-}
-
 }  // namespace
 
 GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string>& built,
-                               const std::set<WeightFormat>& formats, DType kv) {
+                               const KernelChoices& choices) {
     GpuKernelPlan p;
     std::string built_list;
     for (const auto& b : built) built_list += (built_list.empty() ? "sm_" : ", sm_") + b;
@@ -90,20 +66,17 @@ GpuKernelPlan plan_gpu_kernels(const GpuInfo& gpu, const std::vector<std::string
                              gpu.index, gpu.name, sm(gpu.cc), built_list, rebuild);
         return p;
     }
-    p.lines.push_back(fmt::format("GPU {}: {}, {}; kernels built for {}{}", gpu.index, gpu.name,
-                                  sm(gpu.cc), built_list,
+    std::string size;
+    if (gpu.sms > 0) size += fmt::format(", {} multiprocessors", gpu.sms);
+    if (gpu.memory > 0) size += fmt::format(", {:.0f} GiB", gpu.memory / double(1ull << 30));
+    p.lines.push_back(fmt::format("GPU {}: {}, {}{}; kernels built for {}{}", gpu.index, gpu.name,
+                                  sm(gpu.cc), size, built_list,
                                   sass ? ""
                                        : " (no machine code for this GPU: the driver compiles "
                                          "the PTX at start, which takes minutes; " +
                                              rebuild + ")"));
-    for (WeightFormat f : formats) p.lines.push_back(format_line(f));
-    p.lines.push_back(fmt::format(
-        "attention: MLA prefill, and absorbed decode over the paged latent cache in {}",
-        kv == DType::F8_E4M3 ? "FP8 e4m3 (dequantised in the kernel)"
-                             : (kv == DType::F32 ? "F32"
-                                                 : "BF16 (tensor cores, 16 heads a block, from "
-                                                   "two such blocks a step)")));
-    p.lines.push_back("MoE routing: one kernel (sigmoid, bias, group-limited top-k)");
+    for (const std::string& line : choices.lines()) p.lines.push_back(line);
+    p.choices = choices;
     return p;
 }
 

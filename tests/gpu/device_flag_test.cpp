@@ -39,6 +39,14 @@ TEST(GpuDeviceFlag, KernelPlanAndGguf) {
     ASSERT_EQ(plan.stop, "");
     ASSERT_FALSE(plan.lines.empty());
     EXPECT_NE(plan.lines[0].find("sm_"), std::string::npos) << plan.lines[0];
+    // The choices count this GPU's multiprocessors, and the GPU's line says how many.
+    EXPECT_GT(plan.choices.gpu.sms, 0);
+    EXPECT_EQ(plan.choices.decode_wide_pairs, plan.choices.gpu.sms);
+    EXPECT_EQ(plan.choices.decode_split_blocks, 4 * plan.choices.gpu.sms);
+    EXPECT_NE(plan.lines[0].find(std::to_string(plan.choices.gpu.sms) + " multiprocessors"),
+              std::string::npos)
+        << plan.lines[0];
+    EXPECT_EQ(plan.choices.shapes.heads, c.num_attention_heads);
     const std::string gguf = std::string(MYRIAD_GGUF_GOLDENS_DIR) + "/q4_k_m/tiny-Q4_K_M.gguf";
     ModelConfig gc = load_model_config(gguf);
     Checkpoint gk = Checkpoint::open(gguf);

@@ -3,7 +3,7 @@
 // runs. The router's inputs and decisions come from a test hook (model/route_observer.h); a host
 // reference in double precision recomputes each decision from each backend's own router logits.
 //
-// Exact mode (MYRIAD_CUDA_EXACT=1: F32 activations in every linear):
+// Exact mode (MYRIAD_KERNELS=exact=1: F32 activations in every linear):
 //   - the GPU's router must choose exactly what the reference chooses from the GPU's own logits
 //     (its logic and tie-breaking are the CPU's: larger biased score first, the lower index
 //     among equals), except where those logits leave a gap under kTieGap;
@@ -46,6 +46,7 @@
 #include "engine/sequence_logits.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
+#include "gpu_test_util.h"
 #include "model/model_config.h"
 #include "ops/backend.h"
 
@@ -265,13 +266,6 @@ void compare_logits(const std::vector<float>& cpu, const std::vector<float>& gpu
                 pos, tc.best, tg.best, tc.margin));
     }
 }
-
-// Sets an environment variable for the backends created in its scope.
-struct ScopedEnv {
-    ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-    ~ScopedEnv() { unsetenv(name_); }
-    const char* name_;
-};
 
 struct Backends {
     std::vector<RouteRecord> cpu_routes, gpu_routes;
@@ -547,8 +541,8 @@ int case_count() {
 void run_cases(bool exact) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
-    ScopedEnv mode("MYRIAD_CUDA_EXACT", exact ? "1" : "0");
-    ScopedEnv graphs("MYRIAD_CUDA_GRAPHS", "0");  // the observer copies inside the step
+    // (graphs off: the observer copies inside the step)
+    KernelOverrides mode(exact ? "exact=1,graphs=0" : "exact=0,graphs=0");
     int failed_cases = 0, pooled_positions = 0, pooled_disagree = 0;
     for (const RandomCase& rc : random_cases(case_count(), 20261202)) {
         SCOPED_TRACE(rc.name);
@@ -655,8 +649,7 @@ TEST(GpuDifferential, CheckpointFolders) {
     if (!dirs) GTEST_SKIP() << "MYRIAD_DIFF_DIRS names no folders";
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
-    ScopedEnv mode("MYRIAD_CUDA_EXACT", "1");
-    ScopedEnv graphs("MYRIAD_CUDA_GRAPHS", "0");
+    KernelOverrides mode("exact=1,graphs=0");
     std::stringstream list(dirs);
     std::string dir;
     while (std::getline(list, dir, ':')) {

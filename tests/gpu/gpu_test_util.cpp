@@ -3,11 +3,33 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "ops/backend.h"
 
 namespace myriad::testing {
+
+KernelOverrides::KernelOverrides(const std::string& spec) {
+    const char* e = std::getenv("MYRIAD_KERNELS");
+    had_ = e != nullptr;
+    if (had_) old_ = e;
+    const std::string value = had_ && !old_.empty() ? old_ + "," + spec : spec;
+    setenv("MYRIAD_KERNELS", value.c_str(), 1);
+}
+
+KernelOverrides::~KernelOverrides() {
+    if (had_)
+        setenv("MYRIAD_KERNELS", old_.c_str(), 1);
+    else
+        unsetenv("MYRIAD_KERNELS");
+}
+
+KernelChoices test_kernel_choices() {
+    GpuInfo info;
+    cuda_device_info(0, &info);
+    return KernelChoices::from_environment(info);
+}
 
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return INFINITY;
@@ -23,7 +45,7 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 void GpuOpsTest::SetUp() {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << "GPU tests need a CUDA device: " << why;
-    gpu = std::make_unique<cuda::CudaOps>(0);
+    gpu = std::make_unique<cuda::CudaOps>(0, test_kernel_choices());
 }
 
 std::vector<float> GpuOpsTest::randn(int64_t n, float scale) {

@@ -8,12 +8,31 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cuda/cuda_ops.h"
 
 namespace myriad::testing {
+
+// Overrides of the kernel choices (MYRIAD_KERNELS, ops/kernel_choices.h) for the backends created
+// in its scope: `spec` ("exact=1", "graphs=0") is added after the variable's value, which comes
+// back at the end. Scopes nest ("exact=1" then "graphs=0" gives both).
+class KernelOverrides {
+  public:
+    explicit KernelOverrides(const std::string& spec);
+    ~KernelOverrides();
+    KernelOverrides(const KernelOverrides&) = delete;
+    KernelOverrides& operator=(const KernelOverrides&) = delete;
+
+  private:
+    bool had_ = false;
+    std::string old_;
+};
+
+// GPU 0's kernel choices with MYRIAD_KERNELS's overrides (the tests' backends).
+KernelChoices test_kernel_choices();
 
 // ‖a − b‖ / ‖b‖ over all elements; infinity when a holds a NaN or infinity.
 double rel_err(const std::vector<float>& a, const std::vector<float>& b);

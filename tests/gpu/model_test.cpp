@@ -2,7 +2,7 @@
 // quantised FP8-block, NVFP4 and INT4 ones), for prefill, chunked prefill, decode and a mixed
 // batch (decode rows and a prefill chunk in one step).
 //
-// Exact mode (MYRIAD_CUDA_EXACT=1, F32 activations in every linear): logits within 2e-2
+// Exact mode (MYRIAD_KERNELS=exact=1, F32 activations in every linear): logits within 2e-2
 // norm-wise at every position and the same greedy token wherever the CPU's top-2 margin is
 // clear. Default mode (prefill GEMMs on BF16-rounded activations): the tiny random goldens have
 // routers with near-ties, where a rounding flips an expert; that position's logits move far and,
@@ -17,6 +17,7 @@
 #include <cstdlib>
 
 #include "golden_reference.h"
+#include "gpu_test_util.h"
 #include "model_runner.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_ops.h"
@@ -45,10 +46,9 @@ struct Compare {
     int rows = 0, close = 0, clear = 0, agree = 0;
 };
 
-// Sets MYRIAD_CUDA_EXACT for the backends created in its scope.
-struct ExactMode {
-    explicit ExactMode(bool on) { setenv("MYRIAD_CUDA_EXACT", on ? "1" : "0", 1); }
-    ~ExactMode() { unsetenv("MYRIAD_CUDA_EXACT"); }
+// Exact mode for the backends created in its scope (MYRIAD_KERNELS).
+struct ExactMode : KernelOverrides {
+    explicit ExactMode(bool on) : KernelOverrides(on ? "exact=1" : "exact=0") {}
 };
 
 // Per row: ‖gpu − cpu‖ / ‖cpu‖, and the argmax where the CPU's top two differ by more than 1%
@@ -180,10 +180,9 @@ TEST(GpuKvCache, Bf16AndFp8CachesStayClose) {
     check_model(golden_dir("v3_grouped_yarn"), ref.p[0].ids, dec, KvCacheDtype::Fp8, true);
 }
 
-// Sets MYRIAD_CUDA_GRAPHS for the backends created in its scope.
-struct GraphMode {
-    explicit GraphMode(bool on) { setenv("MYRIAD_CUDA_GRAPHS", on ? "1" : "0", 1); }
-    ~GraphMode() { unsetenv("MYRIAD_CUDA_GRAPHS"); }
+// Graphs on or off for the backends created in its scope (MYRIAD_KERNELS).
+struct GraphMode : KernelOverrides {
+    explicit GraphMode(bool on) : KernelOverrides(on ? "graphs=1" : "graphs=0") {}
 };
 
 // Batched decode (4 sequences, 6 steps, context growing across blocks) with CUDA graphs on and

@@ -20,12 +20,6 @@
 namespace myriad::testing {
 namespace {
 
-// F32 products on the GPU (MYRIAD_CUDA_EXACT=1) for the backends created in its scope.
-struct ExactProducts {
-    ExactProducts() { setenv("MYRIAD_CUDA_EXACT", "1", 1); }
-    ~ExactProducts() { unsetenv("MYRIAD_CUDA_EXACT"); }
-};
-
 TEST(GpuNaiveContext, PiecedChunksMatchCpuWithinTheFirstStepsScratch) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
@@ -38,12 +32,11 @@ TEST(GpuNaiveContext, PiecedChunksMatchCpuWithinTheFirstStepsScratch) {
     // BF16 copy of its input taken from scratch; exact mode compares with the CPU.
     ModelOptions bounded;
     bounded.naive_context_tokens = 24;
-    cuda::CudaOps gpu(0);
-    std::unique_ptr<cuda::CudaOps> exact_gpu;
-    {
-        ExactProducts exact;
-        exact_gpu = std::make_unique<cuda::CudaOps>(0);
-    }
+    const KernelChoices choices = test_kernel_choices();
+    KernelChoices exact_choices = choices;
+    exact_choices.exact = true;  // F32 products on the GPU
+    cuda::CudaOps gpu(0, choices);
+    auto exact_gpu = std::make_unique<cuda::CudaOps>(0, exact_choices);
     cuda::SingleGpuCommunicator gpu_comm, exact_comm;
     DeepseekV3 gpu_model(config, checkpoint, gpu, gpu_comm, bounded);
     KvCache gpu_cache(config, gpu, blocks, bs);

@@ -2,21 +2,43 @@
 // GPU computes in F32, ≤ 1e-2 where it rounds to BF16 (cuBLASLt inputs, BF16/FP8 caches).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "gpu_test_util.h"
 #include "random_step.h"
+#include "util/error.h"
 
 namespace myriad::testing {
 namespace {
 
 constexpr double kF32Tol = 1e-4, kBf16Tol = 1e-2;
 
-// The skinny kernels a decode-size test runs: v1 and v2 (linear_kernels.cu) each, whatever
-// MYRIAD_CUDA_SKINNY says; the default comes back when the test ends.
-struct SkinnyVariant {
-    explicit SkinnyVariant(int v) { cuda::set_skinny_variant(v); }
-    ~SkinnyVariant() { cuda::set_skinny_variant(0); }
+// The backend's kernel choices changed by `change` for the scope (KernelChoices' forced
+// variants: each kernel of a choice on the same weights); the earlier ones come back at the end.
+class ScopedChoices {
+  public:
+    ScopedChoices(cuda::CudaOps& ops, const std::function<void(KernelChoices&)>& change)
+        : ops_(ops), saved_(ops.choices()) {
+        KernelChoices k = saved_;
+        change(k);
+        ops_.set_choices(k);
+    }
+    ~ScopedChoices() { ops_.set_choices(saved_); }
+    ScopedChoices(const ScopedChoices&) = delete;
+    ScopedChoices& operator=(const ScopedChoices&) = delete;
+
+  private:
+    cuda::CudaOps& ops_;
+    KernelChoices saved_;
+};
+
+// The skinny kernels a decode-size test runs: v1 and v2 (linear_kernels.cu) each.
+struct SkinnyVariant : ScopedChoices {
+    SkinnyVariant(cuda::CudaOps& ops, int v)
+        : ScopedChoices(ops, [v](KernelChoices& k) {
+              k.skinny = v == 1 ? KernelVariant::V1 : KernelVariant::V2;
+          }) {}
 };
 constexpr int kSkinnyVariants[] = {1, 2};
 
@@ -130,12 +152,25 @@ TEST_P(GpuLinear, MatchesCpu) {
     std::vector<float> ref(m * n);
     cpu.linear(host(x, {m, k}), wc, host(ref, {m, n}));
     for (int v : kSkinnyVariants) {
-        SkinnyVariant variant(v);
+        SkinnyVariant variant(*gpu, v);
         Tensor out = poisoned(DType::F32, {m, n});
         gpu->linear(dev(x, {m, k}), wg, out);
         const double err = rel_err(fetch(out), ref);
         EXPECT_LE(err, m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
             << weight_format_name(format) << " m " << m << " skinny v" << v;
+    }
+    // The kept comparison choices: the first skinny version (one weight load a lane, 16-row
+    // passes) and early launch off.
+    for (auto [single, pdl] : {std::pair{true, true}, std::pair{false, false}}) {
+        ScopedChoices chosen(*gpu, [single = single, pdl = pdl](KernelChoices& kc) {
+            kc.skinny_single_load = single;
+            kc.pdl = pdl;
+        });
+        Tensor out = poisoned(DType::F32, {m, n});
+        gpu->linear(dev(x, {m, k}), wg, out);
+        EXPECT_LE(rel_err(fetch(out), ref), m <= cuda::kSkinnyRows ? kF32Tol : kBf16Tol)
+            << weight_format_name(format) << " m " << m << " single load " << single << " pdl "
+            << pdl;
     }
 }
 
@@ -164,7 +199,7 @@ TEST_P(GpuLinear, SiluMulMatchesCpu) {
     std::vector<float> ref(m * n);
     cpu.linear_silu_mul(host(x, {m, k}), gc, uc, host(ref, {m, n}));
     for (int v : kSkinnyVariants) {
-        SkinnyVariant variant(v);
+        SkinnyVariant variant(*gpu, v);
         Tensor out = poisoned(DType::F32, {m, n});
         gpu->linear_silu_mul(dev(x, {m, k}), gg, ug, out);
         const double err = rel_err(fetch(out), ref);
@@ -225,7 +260,7 @@ TEST_F(GpuOpsTest, SkinnyV2Shapes) {
                     SCOPED_TRACE(::testing::Message()
                                  << weight_format_name(format) << " n " << sh.n << " k " << sh.k
                                  << " col " << sh.col_begin << " m " << m << " skinny v" << v);
-                    SkinnyVariant variant(v);
+                    SkinnyVariant variant(*gpu, v);
                     Tensor out = poisoned(DType::F32, {m, sh.n});
                     gpu->linear(dev(x, {m, sh.k}), gg, out);
                     EXPECT_LE(rel_err(fetch(out), ref), kF32Tol);
@@ -288,7 +323,7 @@ class GpuCache : public GpuOpsTest, public ::testing::WithParamInterface<DType> 
 };
 
 // Append, gather and absorbed attention over the cache for sequences of `lens` context keys,
-// with each decode kernel (cuda::set_attention_variant).
+// with each decode kernel (KernelChoices::decode_attention and decode_threads).
 void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
                                     const std::vector<int64_t>& lens) {
     const int64_t bs = 16, nope = 24;
@@ -376,24 +411,26 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     std::vector<float> o_ref(tq * heads * latent);
     cpu.mla_attention_absorbed(host(q_lat, {tq, heads, latent}), host(q, {tq, heads, dq}), nope,
                                cache.cpu, 0, seqs, 0.2f, host(o_ref, {tq, heads, latent}));
-    // The first version, the second with four and eight warps a block, and the third (tensor
-    // cores, 16 heads a block; a BF16 cache only, the others run the second).
+    // The default choice, the second version with four and eight warps a block, and the third
+    // (tensor cores, 16 heads a block; a BF16 cache only, the others run the second).
     for (auto [variant, threads] :
-         {std::pair{1, 0}, std::pair{2, 128}, std::pair{2, 256}, std::pair{3, 0}}) {
+         {std::pair{0, 0}, std::pair{2, 128}, std::pair{2, 256}, std::pair{3, 0}}) {
         SCOPED_TRACE(::testing::Message()
                      << "attention variant " << variant << " threads " << threads);
-        cuda::set_attention_variant(variant);
-        cuda::set_decode_attention_threads(threads);
+        ScopedChoices chosen(*gpu, [variant = variant, threads = threads](KernelChoices& k) {
+            k.decode_attention = static_cast<KernelVariant>(variant);
+            k.decode_threads = threads;
+        });
         Tensor o = poisoned(DType::F32, {tq, heads, latent});
         gpu->mla_attention_absorbed(dev(q_lat, {tq, heads, latent}), dev(q, {tq, heads, dq}), nope,
                                     cache.gpu, 0, seqs, 0.2f, o);
         // The third version (a BF16 cache) splits queries and weights into two BF16 parts each:
         // about F32's accuracy (2e-6 seen; BF16 queries alone gave 2e-3).
-        const bool mma = variant == 3 && GetParam() == DType::BF16;
+        // (The default takes it from two blocks of 16 heads.)
+        const bool mma = GetParam() == DType::BF16 &&
+                         (variant == 3 || (variant == 0 && gpu->choices().decode_v3(tq, heads)));
         EXPECT_LE(rel_err(fetch(o), o_ref), mma ? 1e-4 : tol());
     }
-    cuda::set_attention_variant(0);
-    cuda::set_decode_attention_threads(0);
 }
 
 // Contexts of one to 70 keys (a split or three of the second version), of hundreds over many
@@ -414,6 +451,32 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
             append_gather_attend(latent, rope, heads, *lens);
         }
     }
+}
+
+// A cache layout no decode kernel takes (the first version, which took any, was deleted): a
+// latent width that is not a multiple of 4 stops with the reason, launching nothing, whatever
+// the choices; the next step runs.
+TEST_P(GpuCache, DecodeAttentionRefusesLayoutsNoKernelTakes) {
+    const int64_t latent = 30, rope = 16, heads = 4, nope = 8, bs = 16;
+    CachePair cache = make_cache(GetParam(), 4, bs, latent, rope);
+    StepInput st = make_step({{1, 9}, {1, 20}}, bs, 4, rng);
+    begin_step(st);
+    const int64_t t = st.num_tokens();
+    auto q_lat = randn(t * heads * latent), q = randn(t * heads * (nope + rope));
+    for (KernelVariant v : {KernelVariant::Auto, KernelVariant::V2, KernelVariant::V3}) {
+        ScopedChoices chosen(*gpu, [v](KernelChoices& k) { k.decode_attention = v; });
+        Tensor o = poisoned(DType::F32, {t, heads, latent});
+        try {
+            gpu->mla_attention_absorbed(dev(q_lat, {t, heads, latent}),
+                                        dev(q, {t, heads, nope + rope}), nope, cache.gpu, 0, 2,
+                                        0.2f, o);
+            ADD_FAILURE() << "a latent width of 30 was accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.exit_status(), 2) << e.what();
+            EXPECT_NE(std::string(e.what()).find("kv_lora_rank 30"), std::string::npos) << e.what();
+        }
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GpuCache,
@@ -446,7 +509,9 @@ class GpuNaiveAttention : public GpuOpsTest {
         const std::vector<float> want(ref.begin() + r0 * heads * dv, ref.end());
         for (int variant : {1, 2}) {
             SCOPED_TRACE(::testing::Message() << "prefill attention variant " << variant);
-            cuda::set_prefill_attention_variant(variant);
+            ScopedChoices chosen(*gpu, [variant](KernelChoices& k) {
+                k.prefill_attention = variant == 1 ? KernelVariant::V1 : KernelVariant::V2;
+            });
             Tensor out = poisoned(DType::F32, {t, heads, dv});
             gpu->mla_attention_naive(dev(q, {t, heads, dq}), dev(kv, {ctx, heads, dn + dv}),
                                      dev(k_rot, {ctx, dr}), seq_begin, lens.size(), scale, out);
@@ -454,7 +519,6 @@ class GpuNaiveAttention : public GpuOpsTest {
             EXPECT_LE(rel_err(std::vector<float>(got.begin() + r0 * heads * dv, got.end()), want),
                       kF32Tol);
         }
-        cuda::set_prefill_attention_variant(0);
     }
 
     // Sequences [seq_begin, lens.size()) each attended over its own context in pieces of
@@ -505,7 +569,9 @@ class GpuNaiveAttention : public GpuOpsTest {
         const std::vector<float> want(ref.begin() + r0 * heads * dv, ref.end());
         for (int variant : {1, 2}) {
             SCOPED_TRACE(::testing::Message() << "prefill attention variant " << variant);
-            cuda::set_prefill_attention_variant(variant);
+            ScopedChoices chosen(*gpu, [variant](KernelChoices& k) {
+                k.prefill_attention = variant == 1 ? KernelVariant::V1 : KernelVariant::V2;
+            });
             Tensor out = poisoned(DType::F32, {t, heads, dv});
             for (size_t s = seq_begin; s < lens.size(); ++s) {
                 Seq& x = seqs[s];
@@ -522,7 +588,6 @@ class GpuNaiveAttention : public GpuOpsTest {
             EXPECT_LE(rel_err(std::vector<float>(got.begin() + r0 * heads * dv, got.end()), want),
                       kF32Tol);
         }
-        cuda::set_prefill_attention_variant(0);
     }
 };
 
@@ -706,13 +771,13 @@ TEST_F(GpuOpsTest, MoeSortBothPathsMatchTheHost) {
             Tensor pair_row = poisoned(DType::I32, {pairs});
             Tensor tiles = poisoned(DType::I32, {2 * max_tiles});
             Tensor tile_count = poisoned(DType::I32, {1});
-            cuda::set_moe_sort_fused(fused ? 1 : 2);
+            KernelChoices kc = gpu->choices();
+            kc.moe_sort_fused = fused;
             cuda::moe_sort(d_ids.ptr<int32_t>(), pairs, c.k, c.experts, counts.ptr<int32_t>(),
                            offsets.ptr<int32_t>(), sorted_token.ptr<int32_t>(),
                            pair_row.ptr<int32_t>(), c.tile_rows, tiles.ptr<int32_t>(),
-                           tile_count.ptr<int32_t>(), nullptr);
+                           tile_count.ptr<int32_t>(), kc, nullptr);
             ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-            cuda::set_moe_sort_fused(0);  // the default
             EXPECT_EQ(fetch_i32(offsets), want_offsets);
             const auto n_tiles = fetch_i32(tile_count);
             ASSERT_EQ(n_tiles[0], static_cast<int32_t>(want_tiles.size() / 2));
@@ -778,14 +843,16 @@ TEST_P(GpuExperts, MatchCpu) {
                     wc, host(ref, {t, hidden}));
     // Past four rows per expert, or from eight tokens, the tensor cores take the products, with
     // BF16 inputs.
-    const bool mma = cuda::moe_tensor_cores(t, t * k / std::min<int64_t>(t * k, experts));
+    const bool mma = gpu->choices().moe_tensor_cores(t, t * k / std::min<int64_t>(t * k, experts));
     // The tensor-core kernels: v1 (64-row tiles) and v2 (16-row tiles up to 16 mean rows per
     // expert, 64 past them; v1 where it cannot read the matrices).
     for (int mv : {1, 2}) {
         if (!mma && mv == 1) continue;
-        cuda::set_grouped_mma_variant(mv);
+        ScopedChoices chosen(*gpu, [mv = mv](KernelChoices& kc) {
+            kc.grouped_mma = mv == 1 ? KernelVariant::V1 : KernelVariant::V2;
+        });
         for (int v : kSkinnyVariants) {
-            SkinnyVariant variant(v);
+            SkinnyVariant variant(*gpu, v);
             gpu->reset_scratch();
             Tensor out = poisoned(DType::F32, {t, hidden});
             gpu->moe_experts(dev(x, {t, hidden}), dev_i32(ids, {t, k}), dev(w, {t, k}), wg, out);
@@ -793,7 +860,6 @@ TEST_P(GpuExperts, MatchCpu) {
                 << weight_format_name(format) << " t " << t << " inter " << inter << " skinny v"
                 << v << " mma v" << mv;
         }
-        cuda::set_grouped_mma_variant(0);
     }
     // moe_experts_add: the combine adds to what `out` holds (the shared experts' output), as
     // moe_experts then add would.

@@ -68,9 +68,8 @@ std::unique_ptr<LoadedModel> load_on(const std::string& dir, Device device) {
     return m;
 }
 
-struct ExactMode {
-    explicit ExactMode(bool on) { setenv("MYRIAD_CUDA_EXACT", on ? "1" : "0", 1); }
-    ~ExactMode() { unsetenv("MYRIAD_CUDA_EXACT"); }
+struct ExactMode : KernelOverrides {
+    explicit ExactMode(bool on) : KernelOverrides(on ? "exact=1" : "exact=0") {}
 };
 
 // The prompt logprobs (top 5) of `prompt` through an engine of `budget` tokens a step; with

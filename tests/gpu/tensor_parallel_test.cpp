@@ -6,7 +6,7 @@
 // and the same greedy token wherever the top-2 margin at TP 1 is at least 1e-3 (at a near-tie a
 // different reduction order may rightly choose the other token; fed tokens, the positions after
 // it are unaffected). The goldens' prompts keep every router decision clear, and activations are
-// F32 throughout (MYRIAD_CUDA_EXACT=1), so the layouts differ only in how their sums are split
+// F32 throughout (MYRIAD_KERNELS=exact=1), so the layouts differ only in how their sums are split
 // and ordered.
 //
 // The 8-head goldens (tp8_*: TP 8 with whole NVFP4 and INT4 groups) come from
@@ -21,6 +21,7 @@
 #include <filesystem>
 
 #include "golden_reference.h"
+#include "gpu_test_util.h"
 #include "model/layout_check.h"
 #include "model_runner.h"
 #include "ops/backend.h"
@@ -33,9 +34,8 @@ namespace {
 constexpr double kLogitTol = 2e-2;
 constexpr float kMarginCut = 1e-3f;
 
-struct ExactMode {
-    ExactMode() { setenv("MYRIAD_CUDA_EXACT", "1", 1); }
-    ~ExactMode() { unsetenv("MYRIAD_CUDA_EXACT"); }
+struct ExactMode : KernelOverrides {
+    ExactMode() : KernelOverrides("exact=1") {}
 };
 
 std::unique_ptr<LoadedModel> load_ranks(const std::string& dir, int tp, bool ep,

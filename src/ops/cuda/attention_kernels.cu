@@ -5,9 +5,6 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "ops/cuda/decode_splits.cuh"
 #include "ops/cuda/device_util.cuh"
@@ -181,46 +178,32 @@ constexpr int kAttnWarps = kAttnThreads / kWarp;
 constexpr int kTile = 64;          // keys per online-softmax step
 constexpr int kMaxVPerThread = 4;  // value dims up to 512
 
-// Attention of one (query row, head) with an online softmax over tiles of keys. Keys have
-// `dk` elements (key(j, i)), values `dv` (value(j, d)); the query is staged in shared memory.
-template <bool Absorbed>
+// The naive form's first version: attention of one (query row, head) with an online softmax
+// over tiles of keys kv[c, h, :dn] ++ k_rot[c], values kv[c, h, dn:]; the query is staged in
+// shared memory. (The absorbed form's first version, this kernel over the paged cache, was
+// deleted: version 2 took 6.6 + 2.2 us a layer where it took 22.1 + 7.2 at batch 1 of Moonlight,
+// bench/README.md, and versions 2 and 3 take every cache layout the models have.)
 __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, StepView st) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
     pdl_launch_dependents();
     extern __shared__ float smem[];
     __shared__ float scores[kTile];
-    __shared__ int64_t slots[kTile];  // absorbed: each key's cache slot, looked up once
     const int64_t row = a.row_begin + blockIdx.x, h = blockIdx.y;
     const int64_t s = st.row_seq[row];
     const int64_t n_all = int64_t(st.positions[row]) + 1;  // causal: positions 0..pos
-    // Split z of `splits` (absorbed decode): keys [k0, n), chunks a multiple of 8 keys. (Whole
-    // tiles of 64 left a short context to one split, which then walked its keys alone.)
     int64_t k0 = 0, n = n_all;
-    if (Absorbed && a.splits > 1) {
-        const int64_t chunk = ((n_all + a.splits - 1) / a.splits + 7) / 8 * 8;
-        k0 = int64_t(blockIdx.z) * chunk;
-        n = k0 + chunk < n_all ? k0 + chunk : n_all;
-    }
     // A piece of the naive form's context (a.lse set): keys [ctx_begin, min(pos + 1, ctx_end)),
     // the piece's first key in kv row 0; maybe none.
-    const bool piece = !Absorbed && a.lse != nullptr;
+    const bool piece = a.lse != nullptr;
     if (piece) {
         k0 = a.ctx_begin;
         n = n_all < a.ctx_end ? n_all : a.ctx_end;
     }
-    const int64_t dk = Absorbed ? a.cache.latent + a.cache.rope : a.dq;
     float* qs = smem;
-    for (int64_t i = threadIdx.x; i < dk; i += blockDim.x) {
-        if constexpr (Absorbed)
-            qs[i] = i < a.cache.latent
-                        ? a.q[(row * a.heads + h) * a.cache.latent + i]
-                        : a.q_rope[(row * a.heads + h) * a.dq + a.nope + i - a.cache.latent];
-        else
-            qs[i] = a.q[(row * a.heads + h) * a.dq + i];
-    }
+    for (int64_t i = threadIdx.x; i < a.dq; i += blockDim.x)
+        qs[i] = a.q[(row * a.heads + h) * a.dq + i];
     __syncthreads();
-    const int64_t ctx_base =
-        Absorbed ? 0 : st.ctx_prefix[s] - st.ctx_prefix[a.seq_begin] - (piece ? k0 : 0);
+    const int64_t ctx_base = st.ctx_prefix[s] - st.ctx_prefix[a.seq_begin] - (piece ? k0 : 0);
     const int64_t kv_width = a.nope + a.dv;  // naive kv rows
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
 
@@ -245,17 +228,11 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
         for (int64_t jj = warp; jj < cnt; jj += kAttnWarps) {
             const int64_t j = t0 + jj;
             float dot = 0.0f;
-            if constexpr (Absorbed) {
-                const int64_t slot = context_slot(a.cache, st, s, j);
-                if (lane == 0) slots[jj] = slot;
-                for (int64_t i = lane; i < dk; i += kWarp) dot += qs[i] * load_kv(a.cache, slot, i);
-            } else {
-                const int64_t c = ctx_base + j;
-                const float* kn = a.kv + (c * a.heads + h) * kv_width;
-                for (int64_t i = lane; i < a.nope; i += kWarp) dot += qs[i] * kn[i];
-                for (int64_t i = lane; i < a.dr; i += kWarp)
-                    dot += qs[a.nope + i] * a.k_rot[c * a.dr + i];
-            }
+            const int64_t c = ctx_base + j;
+            const float* kn = a.kv + (c * a.heads + h) * kv_width;
+            for (int64_t i = lane; i < a.nope; i += kWarp) dot += qs[i] * kn[i];
+            for (int64_t i = lane; i < a.dr; i += kWarp)
+                dot += qs[a.nope + i] * a.k_rot[c * a.dr + i];
             dot = warp_sum(dot);
             if (lane == 0) scores[jj] = dot * a.scale;
         }
@@ -275,32 +252,12 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
 #pragma unroll
             for (int i = 0; i < kMaxVPerThread; ++i) {
                 const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
-                if (d < a.dv) {
-                    float v;
-                    if constexpr (Absorbed)
-                        v = load_kv(a.cache, slots[jj], d);
-                    else
-                        v = a.kv[((ctx_base + j) * a.heads + h) * kv_width + a.nope + d];
-                    acc[i] += p * v;
-                }
+                if (d < a.dv)
+                    acc[i] += p * a.kv[((ctx_base + j) * a.heads + h) * kv_width + a.nope + d];
             }
         }
         m = m_new;
         __syncthreads();  // `scores` is rewritten by the next tile
-    }
-    if (Absorbed && a.splits > 1) {  // unnormalised, with the running max and sum
-        float* p =
-            a.part + (((row - a.row_begin) * a.heads + h) * a.splits + blockIdx.z) * a.part_stride;
-#pragma unroll
-        for (int i = 0; i < kMaxVPerThread; ++i) {
-            const int64_t d = threadIdx.x + int64_t(i) * kAttnThreads;
-            if (d < a.dv) p[d] = acc[i];
-        }
-        if (threadIdx.x == 0) {
-            p[a.dv] = m;
-            p[a.dv + 1] = l;
-        }
-        return;
     }
     // (A piece's row that has seen no key yet: out 0, lse -inf.)
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
@@ -312,11 +269,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnArgs a, Ste
     if (piece && threadIdx.x == 0) a.lse[lse_at] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 
-// Joins the splits of attention_kernel<true>: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z -
-// M). Each split's weight e^(m_z - M) / den is computed once, into shared memory, by the first
-// warp (at most kMaxSplits splits), and the threads then sum the splits' partials for their
-// value elements with those weights. (The first decode version's; join_splits_kernel below is
-// the second's.)
+// Joins of the absorbed form's splits: out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M),
+// at most kMaxSplits splits.
 constexpr int kMaxSplits = 64;
 
 // Lane `lane`'s share of the weights e^(m_z - M) / sum_z l_z e^(m_z - M) of a row and head's
@@ -345,40 +299,13 @@ __device__ __forceinline__ void split_weights(const float* p, int64_t width, int
 #pragma unroll
     for (int i = 0; i < kMaxSplits / kWarp; ++i) w[i] = w[i] / den;
 }
-__global__ void combine_splits_kernel(AttnArgs a, StepView) {
-    pdl_wait();  // launched early (launch_pdl, pdl.cuh)
-    pdl_launch_dependents();
-    __shared__ float weight[kMaxSplits];
-    const int64_t r = blockIdx.x, h = blockIdx.y;
-    const int64_t width = a.part_stride;
-    const float* p = a.part + (r * a.heads + h) * a.splits * width;
-    const int64_t splits = a.splits;
-    if (threadIdx.x < kWarp) {
-        const int lane = threadIdx.x;
-        float w[kMaxSplits / kWarp];
-        split_weights(p, width, a.dv, splits, lane, w);
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / kWarp; ++i) {
-            const int64_t z = lane + int64_t(i) * kWarp;
-            if (z < splits) weight[z] = w[i];
-        }
-    }
-    __syncthreads();
-    for (int64_t d = threadIdx.x; d < a.dv; d += blockDim.x) {
-        float num = 0.0f;
-        for (int64_t z = 0; z < splits; ++z)
-            if (weight[z] != 0.0f) num += p[z * width + d] * weight[z];
-        a.out[((a.row_begin + r) * a.heads + h) * a.dv + d] = num;
-    }
-}
 
 // The second version's join: a block per (row, head, 128 value elements), a thread per value
 // element. Every load is issued at once (the thread's value in each split, and each warp's copy
 // of the splits' maxima and sums), so the join costs one round trip to memory; the one above,
 // 16 blocks at batch 1 walking the splits eight at a time, took about 10 us after the attention
 // (CUPTI timeline, H200). Only the splits that have keys are read, and a row whose keys all fell
-// to split 0 is skipped: that split wrote the output itself. The weights and sums are the
-// kernel above's arithmetic.
+// to split 0 is skipped: that split wrote the output itself.
 constexpr int kJoinThreads = 128;
 __global__ void __launch_bounds__(kJoinThreads) join_splits_kernel(AttnArgs a, StepView st) {
     pdl_wait();  // launched early (launch_pdl, pdl.cuh)
@@ -459,10 +386,9 @@ __global__ void __launch_bounds__(kWideJoinThreads)
     }
 }
 
-// ---- Absorbed decode attention, second version (the default; MYRIAD_CUDA_ATTN=v1 for the
-// first) ----
-// The first version is bound by latency: each key waits on its own block-table lookup, its bytes
-// come in 2-byte loads, and the value loop reads the keys again one after another. Here a block
+// ---- Absorbed decode attention, second version ----
+// The first version (deleted) was bound by latency: each key waited on its own block-table
+// lookup, its bytes came in 2-byte loads, and the value loop read the keys again. Here a block
 // looks up a tile's slots at once (lane i of warp w: key w + 8i) and copies the tile's entries
 // whole into shared memory with 16-byte asynchronous copies, two tiles in flight; scores,
 // softmax and values then read shared memory only, each key's bytes read from memory once.
@@ -477,7 +403,7 @@ constexpr int64_t kDecSmemLimit = 48 * 1024;
 
 // Where things lie in the block's shared memory: the query (F32), two stages of `tile` cache
 // entries, the tile's scores and weights, and the value partials of groups 1.. for the end.
-// tile == 0: this cache layout is not handled (the first version runs instead).
+// tile == 0: this cache layout is not handled (decode_attention_takes says so beforehand).
 struct DecodeLayout {
     int64_t entry_bytes = 0;
     int32_t tile = 0;
@@ -910,58 +836,52 @@ void gather_context(const KvView& kv, const StepView& st, int64_t seq_begin, int
 void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
     dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin), static_cast<unsigned>(a.heads));
-    attention_kernel<false><<<grid, kAttnThreads, a.dq * sizeof(float), s>>>(a, st);
+    attention_kernel<<<grid, kAttnThreads, a.dq * sizeof(float), s>>>(a, st);
 }
 
 namespace {
-std::atomic<int> attention_variant_set{0};  // 0: MYRIAD_CUDA_ATTN decides
+
+// Whether the third version runs: where it takes the shape, when the choices say so (by default
+// from two blocks of 16 heads: KernelChoices::decode_mma_blocks).
+bool use_mma(const AttnArgs& a, const KernelChoices& kc) {
+    return kc.decode_v3(a.row_end - a.row_begin, a.heads) && decode_mma_takes(a);
 }
 
-namespace {
-std::atomic<int> decode_threads_set{0};  // 0: chosen per call
+// The second version's threads a block and layout: the choices' threads for the (row, head)
+// pairs, or the other count where that layout does not fit (tile 0 when neither does).
+DecodeLayout v2_layout(const AttnArgs& a, const KernelChoices& kc, int* threads) {
+    if (a.dv != a.cache.latent) return DecodeLayout{};
+    *threads = kc.decode_v2_threads((a.row_end - a.row_begin) * a.heads);
+    DecodeLayout L = decode_layout(a.cache, *threads);
+    if (L.tile == 0 && kc.decode_threads == 0) {
+        *threads = *threads == 256 ? 128 : 256;
+        L = decode_layout(a.cache, *threads);
+    }
+    return L;
 }
 
-void set_decode_attention_threads(int threads) {
-    decode_threads_set.store(threads == 128 || threads == 256 ? threads : 0);
+}  // namespace
+
+bool decode_attention_takes(const AttnArgs& a, const KernelChoices& kc) {
+    int threads = 0;
+    return use_mma(a, kc) || v2_layout(a, kc, &threads).tile > 0;
 }
 
-void set_attention_variant(int v) {
-    attention_variant_set.store(v);
-}
-
-int attention_variant() {
-    if (const int v = attention_variant_set.load()) return v;
-    static const int from_env = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_ATTN");
-        if (!e) return 0;
-        return std::strcmp(e, "v1") == 0 ? 1 : (std::strcmp(e, "v2") == 0 ? 2 : 3);
-    }();
-    return from_env;
-}
-
-// Whether the third version runs: where it takes the shape, when chosen, or by default from two
-// blocks of 16 heads (batch 2 of Moonlight: 501 tok/s against the second's 475); at batch 1
-// its 16 blocks took 10.9 us a layer against the second's 9.0 over 256 (CUPTI, H200).
-bool use_mma(const AttnArgs& a) {
-    const int v = attention_variant();
-    if ((v != 0 && v != 3) || !decode_mma_takes(a)) return false;
-    return v == 3 || (a.row_end - a.row_begin) * ((a.heads + 15) / 16) >= 2;
-}
-
-int64_t attention_splits(const AttnArgs& a) {
+int64_t attention_splits(const AttnArgs& a, const KernelChoices& kc) {
     const int64_t rows = a.row_end - a.row_begin;
-    if (use_mma(a)) return decode_mma_splits(rows, a.heads);
-    // About four blocks per multiprocessor. The second version may take more splits, since it
-    // leaves those past a short context empty.
+    if (use_mma(a, kc)) return decode_mma_splits(rows, a.heads, kc);
+    // About decode_split_blocks blocks (four a multiprocessor); version 2 may take many splits,
+    // since it leaves those past a short context empty.
     const int64_t pairs = rows * a.heads;
-    const int64_t most = attention_variant() == 1 ? 16 : 32;
-    const int64_t want = 4 * multiprocessors() / (pairs > 1 ? pairs : 1);
+    const int64_t most = std::min<int64_t>(kc.decode_max_splits, 32);
+    const int64_t want = kc.decode_split_blocks / (pairs > 1 ? pairs : 1);
     return want < 1 ? 1 : (want > most ? most : want);
 }
 
-void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
+void attention_absorbed(const AttnArgs& a, const StepView& st, const KernelChoices& kc,
+                        cudaStream_t s) {
     if (a.row_end <= a.row_begin) return;
-    if (use_mma(a)) {
+    if (use_mma(a, kc)) {
         attention_absorbed_mma(a, st, s);
         if (a.splits > 1)  // decode_mma_takes: dv a multiple of 64
             launch_pdl(join_splits_wide_kernel,
@@ -973,41 +893,31 @@ void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s) {
     dim3 grid(static_cast<unsigned>(a.row_end - a.row_begin), static_cast<unsigned>(a.heads),
               static_cast<unsigned>(a.splits > 1 ? a.splits : 1));
     // Eight warps a block while the (row, head) pairs are fewer than the multiprocessors.
-    const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
-    const int forced = decode_threads_set.load();
-    const int threads = forced != 0 ? forced : (pairs < multiprocessors() ? 256 : 128);
-    const DecodeLayout L = attention_variant() != 1 && a.dv == a.cache.latent
-                               ? decode_layout(a.cache, threads)
-                               : DecodeLayout{};
-    if (L.tile > 0) {
-        const size_t smem = static_cast<size_t>(L.bytes);
-        auto go = [&](auto kernel) { launch_pdl(kernel, grid, threads, smem, s, a, st, L); };
-        const bool wide = threads == 256;
-        switch (a.cache.type) {
-            case KvType::F32:
-                wide ? go(decode_attention_kernel<KvType::F32, 256>)
-                     : go(decode_attention_kernel<KvType::F32, 128>);
-                break;
-            case KvType::Bf16:
-                wide ? go(decode_attention_kernel<KvType::Bf16, 256>)
-                     : go(decode_attention_kernel<KvType::Bf16, 128>);
-                break;
-            case KvType::Fp8:
-                wide ? go(decode_attention_kernel<KvType::Fp8, 256>)
-                     : go(decode_attention_kernel<KvType::Fp8, 128>);
-                break;
-        }
-        if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
-            launch_pdl(join_splits_kernel,
-                       dim3(grid.x, grid.y,
-                            static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
-                       kJoinThreads, 0, s, a, st);
-        return;
+    int threads = 0;
+    const DecodeLayout L = v2_layout(a, kc, &threads);
+    if (L.tile == 0) return;  // decode_attention_takes: CudaOps checks first
+    const size_t smem = static_cast<size_t>(L.bytes);
+    auto go = [&](auto kernel) { launch_pdl(kernel, grid, threads, smem, s, a, st, L); };
+    const bool wide = threads == 256;
+    switch (a.cache.type) {
+        case KvType::F32:
+            wide ? go(decode_attention_kernel<KvType::F32, 256>)
+                 : go(decode_attention_kernel<KvType::F32, 128>);
+            break;
+        case KvType::Bf16:
+            wide ? go(decode_attention_kernel<KvType::Bf16, 256>)
+                 : go(decode_attention_kernel<KvType::Bf16, 128>);
+            break;
+        case KvType::Fp8:
+            wide ? go(decode_attention_kernel<KvType::Fp8, 256>)
+                 : go(decode_attention_kernel<KvType::Fp8, 128>);
+            break;
     }
-    const size_t smem = (a.cache.latent + a.cache.rope) * sizeof(float);
-    launch_pdl(attention_kernel<true>, grid, kAttnThreads, smem, s, a, st);
-    if (a.splits > 1)
-        launch_pdl(combine_splits_kernel, dim3(grid.x, grid.y), kAttnThreads, 0, s, a, st);
+    if (a.splits > 1)  // attention_splits: at most 32 (kMaxSplits)
+        launch_pdl(
+            join_splits_kernel,
+            dim3(grid.x, grid.y, static_cast<unsigned>((a.dv + kJoinThreads - 1) / kJoinThreads)),
+            kJoinThreads, 0, s, a, st);
 }
 
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,

@@ -164,7 +164,7 @@ void CudaOps::mla_attention_naive(Tensor q, Tensor kv, Tensor k_rot, size_t seq_
     a.seq_begin = static_cast<int64_t>(seq_begin);
     int64_t max_q_len = 0;
     for (size_t s = seq_begin; s < seq_end; ++s) max_q_len = std::max(max_q_len, seqs[s].q_len);
-    if (prefill_attention_variant() != 2 ||
+    if (choices_.prefill_attention == KernelVariant::V1 ||
         !cuda::attention_prefill(a, step_view(), static_cast<int64_t>(seq_end - seq_begin),
                                  max_q_len, stream_))
         cuda::attention_naive(a, step_view(), stream_);
@@ -194,7 +194,7 @@ void CudaOps::mla_attention_naive_piece(Tensor q, Tensor kv, Tensor k_rot,
     a.ctx_end = piece.end;
     a.lse = lse.ptr<float>();
     a.accumulate = !first;
-    if (prefill_attention_variant() != 2 ||
+    if (choices_.prefill_attention == KernelVariant::V1 ||
         !cuda::attention_prefill(a, step_view(), 1, seq.q_len, stream_))
         cuda::attention_naive(a, step_view(), stream_);
     check("mla_attention_naive_piece");
@@ -264,14 +264,21 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     // Few blocks (small decode batches): split the keys over several blocks each so the
     // multiprocessors fill (attention_splits; fixed by the shape: a captured graph keeps it).
     const int64_t pairs = (a.row_end - a.row_begin) * a.heads;
-    a.splits = attention_splits(a);
+    if (!decode_attention_takes(a, choices_))
+        bad_input(
+            "absorbed attention on the GPU: a latent cache of kv_lora_rank {} and "
+            "qk_rope_head_dim {} ({}-byte elements) is not a layout its kernels take (kv_lora_rank "
+            "a multiple of 4 up to 1024, entries a multiple of 16 bytes); use --device cpu",
+            cache.latent_dim, cache.rope_dim,
+            a.cache.type == KvType::F32 ? 4 : (a.cache.type == KvType::Bf16 ? 2 : 1));
+    a.splits = attention_splits(a, choices_);
     Tensor part;
     if (a.splits > 1) {
         a.part_stride = (a.dv + 2 + 3) / 4 * 4;
         part = scratch(DType::F32, {pairs * a.splits * a.part_stride});
         a.part = part.ptr<float>();
     }
-    cuda::attention_absorbed(a, step_view(), stream_);
+    cuda::attention_absorbed(a, step_view(), choices_, stream_);
     check("mla_attention_absorbed");
 }
 

@@ -30,7 +30,7 @@ int device_count(std::string* why) {
     return n;
 }
 
-bool device_info(int index, std::string* name, int* cc, uint64_t* memory) {
+bool device_info(int index, std::string* name, int* cc, uint64_t* memory, int* sms) {
     if (index < 0 || index >= device_count(nullptr)) return false;
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
@@ -40,16 +40,17 @@ bool device_info(int index, std::string* name, int* cc, uint64_t* memory) {
     *name = prop.name;
     *cc = prop.major * 10 + prop.minor;
     if (memory) *memory = prop.totalGlobalMem;
+    if (sms) *sms = prop.multiProcessorCount;
     return true;
 }
 
-std::unique_ptr<Ops> make_ops(int index, bool graphs) {
+std::unique_ptr<Ops> make_ops(int index, const KernelChoices& choices, bool graphs) {
     std::string why;
     const int n = device_count(&why);
     if (n == 0) bad_input("--device cuda: {}; use --device cpu", why);
     if (index < 0 || index >= n)
         bad_input("--device cuda: GPU {} requested but {} found", index, n);
-    auto ops = std::make_unique<CudaOps>(index);
+    auto ops = std::make_unique<CudaOps>(index, choices);
     if (!graphs) ops->disable_graphs();
     return ops;
 }
@@ -129,7 +130,7 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
     auto g = std::dynamic_pointer_cast<DeviceCommGroup>(group);
     MYRIAD_CHECK(g, "a GPU communicator needs a GPU group");
     auto comm = std::make_unique<DeviceCommunicator>(std::move(g), rank, cuda->stream(),
-                                                     /*bf16_wire=*/!cuda->exact());
+                                                     /*bf16_wire=*/!cuda->choices().exact);
     // The collectives that wait on the host cannot be recorded: no graphs with them.
     if (!comm->graph_safe()) cuda->disable_graphs();
     return comm;

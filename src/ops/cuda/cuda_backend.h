@@ -5,15 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "ops/kernel_choices.h"
 #include "ops/ops.h"
 #include "parallel/communicator.h"
 
 namespace myriad::cuda {
 
 int device_count(std::string* why);
-// GPU `index`'s name and compute capability (major * 10 + minor); false if there is none.
-bool device_info(int index, std::string* name, int* cc, uint64_t* memory = nullptr);
-std::unique_ptr<Ops> make_ops(int index, bool graphs);
+// GPU `index`'s name, compute capability (major * 10 + minor), memory and multiprocessors;
+// false if there is none.
+bool device_info(int index, std::string* name, int* cc, uint64_t* memory = nullptr,
+                 int* sms = nullptr);
+std::unique_ptr<Ops> make_ops(int index, const KernelChoices& choices, bool graphs);
 std::unique_ptr<Communicator> make_single_gpu_communicator();
 // The group of ranks on GPUs devices[r] (repeats allowed), and rank `rank`'s communicator on
 // the stream of `ops` (a CudaOps).

@@ -70,7 +70,7 @@ void CudaOps::finish_capture(Tensor src) {
         cudaGetLastError();
         internal_error(
             "CUDA graph capture of a decode step of {} rows failed: {}; run with "
-            "MYRIAD_CUDA_GRAPHS=0",
+            "MYRIAD_KERNELS=graphs=0",
             key, cudaGetErrorString(e));
     }
     StepGraph g;

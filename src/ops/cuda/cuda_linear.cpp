@@ -254,7 +254,7 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         d.cols = w.cols;
         d.data = Tensor(buf->data(), DType::BF16, {w.rows, w.cols}, Device::Cuda);
         d.storage = buf;
-        if (exact_) {  // and the low part (exact_low_)
+        if (choices_.exact) {  // and the low part (exact_low_)
             auto low = std::make_shared<DeviceBuffer>(static_cast<size_t>(w.rows * w.cols * 2));
             dequant_bf16(qformat(w), matrix(w), 0, w.rows, static_cast<uint16_t*>(low->data()),
                          stream_, true);
@@ -284,7 +284,7 @@ void CudaOps::linear(Tensor x, const Weight& w, Tensor out) {
                  "linear: input {} and weight [{}, {}] and output {} disagree", x.shape_str(),
                  w.rows, w.cols, out.shape_str());
     if (m == 0) return;
-    if (m <= skinny_rows_)
+    if (m <= choices_.skinny_limit())
         linear_skinny(x, w, out);
     else
         linear_blas(x, w, out);
@@ -311,7 +311,7 @@ void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {
                  "linear: input rows of {} at {} are not 16-byte aligned", k, x.data);
     SkinnyArgs a = rows_args(x.ptr<float>(), m, k, w.rows, out.ptr<float>());
     a.single = matrix(w);
-    skinny_linear(qformat(w), a, stream_);
+    skinny_linear(qformat(w), a, choices_, stream_);
     if (profile_) {  // per shape, so the costly linears can be told apart
         static std::map<std::pair<int64_t, int64_t>, std::string> labels;
         auto& label = labels[{w.rows, k}];
@@ -324,7 +324,7 @@ void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {
 
 void CudaOps::linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Tensor out) {
     const int64_t k = x.dim(-1), m = x.numel() / k;
-    const bool fused = m > 0 && m <= skinny_rows_ && qformat(gate) == qformat(up) &&
+    const bool fused = m > 0 && m <= choices_.skinny_limit() && qformat(gate) == qformat(up) &&
                        gate.rows == up.rows && gate.cols == k && up.cols == k &&
                        out.numel() == m * gate.rows &&
                        reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && k % 8 == 0;
@@ -333,7 +333,7 @@ void CudaOps::linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Te
     a.single = matrix(gate);
     a.single_up = matrix(up);
     a.glu = true;
-    skinny_linear(qformat(gate), a, stream_);
+    skinny_linear(qformat(gate), a, choices_, stream_);
     check("linear_silu_mul");
 }
 

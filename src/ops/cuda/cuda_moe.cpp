@@ -134,20 +134,20 @@ void CudaOps::run_experts(Tensor x, Tensor ids, Tensor weights,
     Tensor sorted_token = scratch(DType::I32, {pairs});
     Tensor pair_row = scratch(DType::I32, {pairs});
     // Tile height from the mean rows of an expert that has any (decode: one or two). Past four
-    // rows, or from eight tokens (moe_tensor_cores), the tensor cores take the tiles (F32 inputs
-    // rounded to BF16, as cuBLASLt's are for the dense layers), unless MYRIAD_CUDA_EXACT asks
-    // for F32 products throughout; their kernel picks the height (16 or 64 rows).
+    // rows, or from eight tokens (KernelChoices::moe_tensor_cores), the tensor cores take the
+    // tiles (F32 inputs rounded to BF16, as cuBLASLt's are for the dense layers), unless exact
+    // mode asks for F32 products throughout; their kernel picks the height (16 or 64 rows).
     const int64_t mean_rows = pairs / std::max<int64_t>(1, std::min(pairs, n_exp));
-    const bool mma = !exact_ && moe_tensor_cores(t_count, mean_rows) && hidden % 32 == 0 &&
-                     table.inter % 32 == 0;
-    const int32_t tile_rows = mma ? grouped_mma_tile_rows(mean_rows, table.mma_v2)
+    const bool mma =
+        choices_.moe_tensor_cores(t_count, mean_rows) && hidden % 32 == 0 && table.inter % 32 == 0;
+    const int32_t tile_rows = mma ? grouped_mma_tile_rows(mean_rows, table.mma_v2, choices_)
                                   : (mean_rows <= 4 ? 4 : (mean_rows <= 8 ? 8 : 16));
     const int64_t max_tiles = moe_max_tiles(pairs, n_exp, tile_rows);
     Tensor tiles = scratch(DType::I32, {2 * max_tiles});
     Tensor tile_count = scratch(DType::I32, {1});
     moe_sort(ids.ptr<int32_t>(), pairs, k, n_exp, counts.ptr<int32_t>(), offsets.ptr<int32_t>(),
              sorted_token.ptr<int32_t>(), pair_row.ptr<int32_t>(), tile_rows, tiles.ptr<int32_t>(),
-             tile_count.ptr<int32_t>(), stream_);
+             tile_count.ptr<int32_t>(), choices_, stream_);
     check("moe_experts (sort)");
 
     const auto* mats = static_cast<const QMatrix*>(table.mats.data());
@@ -173,9 +173,9 @@ void CudaOps::run_experts(Tensor x, Tensor ids, Tensor weights,
     up.ldo = table.inter;
     if (mma) {
         MYRIAD_CHECK(grouped_mma_fits(up), "moe: the tensor-core path does not fit");
-        grouped_mma(table.format, up, table.mma_v2, stream_);
+        grouped_mma(table.format, up, table.mma_v2, choices_, stream_);
     } else {
-        skinny_linear(table.format, up, stream_);
+        skinny_linear(table.format, up, choices_, stream_);
     }
     check("moe_experts (gate, up)");
 
@@ -191,9 +191,9 @@ void CudaOps::run_experts(Tensor x, Tensor ids, Tensor weights,
     down.out = y.ptr<float>();
     down.ldo = hidden;
     if (mma)
-        grouped_mma(table.format, down, table.mma_v2, stream_);
+        grouped_mma(table.format, down, table.mma_v2, choices_, stream_);
     else
-        skinny_linear(table.format, down, stream_);
+        skinny_linear(table.format, down, choices_, stream_);
     check("moe_experts (down)");
 
     moe_combine(y.ptr<float>(), hidden, ids.ptr<int32_t>(), weights.ptr<float>(),

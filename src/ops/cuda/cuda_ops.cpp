@@ -51,23 +51,16 @@ size_t align_up(size_t v, size_t a) {
 }
 }  // namespace
 
-CudaOps::CudaOps(int device) : device_(device) {
+CudaOps::CudaOps(int device, const KernelChoices& choices) : device_(device), choices_(choices) {
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     // A blocking stream: copies on the legacy default stream (the communicator's) order with it.
     check_cuda(cudaStreamCreate(&stream_), "cudaStreamCreate");
     check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
     lt_workspace_ = DeviceBuffer(kLtWorkspace);
     sample_edits_ = DeviceBuffer(kEditPiece * sizeof(LogitEdit));
-    const char* sync = std::getenv("MYRIAD_CUDA_SYNC");
-    sync_each_op_ = sync && std::strcmp(sync, "1") == 0;
-    const char* exact = std::getenv("MYRIAD_CUDA_EXACT");
-    exact_ = exact && std::strcmp(exact, "1") == 0;
-    if (exact_) skinny_rows_ = INT64_MAX;
-    const char* graphs = std::getenv("MYRIAD_CUDA_GRAPHS");
-    graphs_enabled_ = !(graphs && std::strcmp(graphs, "0") == 0);
-    const char* profile = std::getenv("MYRIAD_CUDA_PROFILE");
-    profile_ = profile && std::strcmp(profile, "1") == 0;
-    if (profile_) graphs_enabled_ = false;
+    profile_ = choices_.profile;
+    graphs_enabled_ = choices_.graphs && !profile_;
+    set_stream_pdl(stream_, choices_.pdl);
     // The first op's time counts from here, not from the clock's epoch.
     profile_last_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -100,13 +93,16 @@ CudaOps::~CudaOps() {
     }
     if (step_host_) cudaFreeHost(step_host_);
     if (lt_) cublasLtDestroy(lt_);
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) {
+        set_stream_pdl(stream_, true);  // a later stream may get the same handle
+        cudaStreamDestroy(stream_);
+    }
 }
 
 void CudaOps::check(const char* what) {
     check_cuda(cudaGetLastError(), what);
     // (No waiting while a graph is captured: a capturing stream cannot be synchronised.)
-    if (sync_each_op_ && capturing_ < 0) check_cuda(cudaStreamSynchronize(stream_), what);
+    if (choices_.sync && capturing_ < 0) check_cuda(cudaStreamSynchronize(stream_), what);
     if (profile_) {
         check_cuda(cudaStreamSynchronize(stream_), what);
         const double t = now_s();
@@ -115,6 +111,17 @@ void CudaOps::check(const char* what) {
         ++slot.second;
         profile_last_ = t;
     }
+}
+
+void CudaOps::set_choices(const KernelChoices& choices) {
+    MYRIAD_CHECK(choices.exact == choices_.exact,
+                 "set_choices: exact mode is decided when the weights are loaded");
+    drop_graphs();
+    const bool graphs = graphs_enabled_ && choices_.graphs;
+    choices_ = choices;
+    profile_ = choices_.profile;
+    graphs_enabled_ = graphs && choices_.graphs && !profile_;
+    set_stream_pdl(stream_, choices_.pdl);
 }
 
 void CudaOps::synchronize(const char* what) {

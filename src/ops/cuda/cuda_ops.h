@@ -16,8 +16,11 @@
 // CUDA graphs (cuda_graphs.cpp): a decode step (every sequence adds one token) of a batch size
 // seen before is captured once, with the arena and the step's metadata block at fixed addresses,
 // and later steps of that size replay it (replay_step) after uploading their inputs into the
-// same block: one launch instead of hundreds. MYRIAD_CUDA_GRAPHS=0 turns this off. Replacing the
-// arena or the metadata block drops every graph.
+// same block: one launch instead of hundreds. KernelChoices::graphs off turns this off. Replacing
+// the arena or the metadata block drops every graph.
+//
+// Every choice between kernels comes from the KernelChoices the backend is made with
+// (ops/kernel_choices.h), passed to the launchers.
 #pragma once
 
 #include <cublasLt.h>
@@ -34,9 +37,8 @@
 
 namespace myriad::cuda {
 
-// Tokens up to which a linear runs the register-dequantising kernel instead of cuBLASLt.
-// MYRIAD_CUDA_EXACT=1 sends every linear through it (F32 activations throughout: slower
-// prefill, for comparisons with the CPU backend where BF16 rounding could flip a near-tie).
+// The most rows a skinny launch takes in one pass (KernelChoices::skinny_rows decides which
+// linears go to the skinny kernel; exact mode sends every linear through it).
 constexpr int64_t kSkinnyRows = 16;
 
 // Owned device memory.
@@ -65,7 +67,9 @@ int64_t graph_replays_total();
 
 class CudaOps final : public Ops {
   public:
-    explicit CudaOps(int device);
+    // The backend on GPU `device` running `choices` (KernelChoices::choose for this GPU and the
+    // rank's shapes, with any overrides).
+    CudaOps(int device, const KernelChoices& choices);
     ~CudaOps() override;
 
     Device device() const override { return Device::Cuda; }
@@ -92,8 +96,8 @@ class CudaOps final : public Ops {
     void add(Tensor x, Tensor y) override;
     void add_rmsnorm(Tensor x, Tensor y, const Weight& w, float eps, Tensor out) override;
     void silu_mul(Tensor gate, Tensor up, Tensor out) override;
-    // Decode-size steps (≤ kSkinnyRows rows): one skinny launch reading the gate and up rows
-    // together (SkinnyArgs::glu); otherwise the default.
+    // Decode-size steps (≤ KernelChoices::skinny_rows rows): one skinny launch reading the gate and
+    // up rows together (SkinnyArgs::glu); otherwise the default.
     void linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Tensor out) override;
     void gather_logit_rows(Tensor x, Tensor out) override;
     void argmax(Tensor x, Tensor out) override;
@@ -131,8 +135,12 @@ class CudaOps final : public Ops {
                          const std::vector<MlpWeights>& experts, Tensor out) override;
 
     cudaStream_t stream() const { return stream_; }
-    // MYRIAD_CUDA_EXACT=1: F32 products (and F32 on the collectives' wire).
-    bool exact() const { return exact_; }
+    // The kernels this backend runs.
+    const KernelChoices& choices() const { return choices_; }
+    // Replaces them (tests: each variant of a kernel on the same weights). Graphs captured so far
+    // are dropped; `exact` must stay as it was at load (the weights' low parts are kept then), and
+    // graphs stay off if they were turned off.
+    void set_choices(const KernelChoices& choices);
     // No CUDA graphs (collectives that wait on the host cannot be recorded).
     void disable_graphs() {
         drop_graphs();
@@ -149,7 +157,7 @@ class CudaOps final : public Ops {
 
   private:
     const StepInput& step() const;
-    // Throws naming `what` if the last launch failed; with MYRIAD_CUDA_SYNC=1 also waits for
+    // Throws naming `what` if the last launch failed; with KernelChoices::sync also waits for
     // the stream, so a failing kernel is named by its op.
     void check(const char* what);
     StepView step_view() const;
@@ -186,15 +194,12 @@ class CudaOps final : public Ops {
     cudaStream_t stream_ = nullptr;
     cublasLtHandle_t lt_ = nullptr;
     DeviceBuffer lt_workspace_;
-    bool sync_each_op_ = false;
-    // MYRIAD_CUDA_PROFILE=1: each op waited for and timed (seconds, calls per op name), printed
+    KernelChoices choices_;
+    // KernelChoices::profile: each op waited for and timed (seconds, calls per op name), printed
     // when the backend is destroyed; graphs off. For finding the costly ops, not for speed.
     bool profile_ = false;
     std::map<std::string, std::pair<double, int64_t>> profile_times_;
     double profile_last_ = 0;
-    int64_t skinny_rows_ = kSkinnyRows;
-    // MYRIAD_CUDA_EXACT=1: every product in F32 on the CUDA cores (no BF16 rounding of inputs).
-    bool exact_ = false;
     const StepInput* step_ = nullptr;
 
     // Step metadata: one pinned host staging block uploaded with one copy per step.

@@ -345,12 +345,12 @@ bool decode_mma_takes(const AttnArgs& a) {
            mma_layout(kv).bytes <= 227 * 1024;
 }
 
-int64_t decode_mma_splits(int64_t rows, int64_t heads) {
-    // About two blocks a multiprocessor (two fit in shared memory at Moonlight's and Kimi's
-    // shape), at most 32 splits (join_splits_kernel takes 64).
+int64_t decode_mma_splits(int64_t rows, int64_t heads, const KernelChoices& kc) {
+    // About decode_mma_split_blocks blocks (two a multiprocessor: two fit in shared memory at
+    // Moonlight's and Kimi's shape), at most decode_max_splits (join_splits_kernel takes 64).
     const int64_t blocks = rows * ((heads + kHeadsPerBlock - 1) / kHeadsPerBlock);
-    const int64_t want = 2 * multiprocessors() / (blocks > 1 ? blocks : 1);
-    return std::clamp<int64_t>(want, 1, 32);
+    const int64_t want = kc.decode_mma_split_blocks / (blocks > 1 ? blocks : 1);
+    return std::clamp<int64_t>(want, 1, std::min<int64_t>(kc.decode_max_splits, 32));
 }
 
 void attention_absorbed_mma(const AttnArgs& a, const StepView& st, cudaStream_t s) {

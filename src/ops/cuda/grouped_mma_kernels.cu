@@ -11,8 +11,6 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
@@ -532,25 +530,10 @@ bool fits(const SkinnyArgs& a) {
 
 }  // namespace v2
 
-int g_mma_variant = 0;  // 0: the environment's choice
-
-int mma_variant() {
-    if (g_mma_variant != 0) return g_mma_variant;
-    static const int from_env = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_MMA");
-        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
-    }();
-    return from_env;
-}
-
 }  // namespace
 
 void grouped_mma_prepare() {
     v2::size_all();
-}
-
-void set_grouped_mma_variant(int v) {
-    g_mma_variant = v == 1 || v == 2 ? v : 0;
 }
 
 bool grouped_mma_v2_reads(QFormat f, const QMatrix& w) {
@@ -562,17 +545,9 @@ bool grouped_mma_v2_reads(QFormat f, const QMatrix& w) {
     return w.block_cols % 16 == 0 && w.col_phase % 16 == 0 && w.block_rows > 0;
 }
 
-int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads) {
-    if (mma_variant() != 2 || !v2_reads) return kGroupedMmaRows;
-    return mean_rows <= 16 ? 16 : 64;
-}
-
-// Past four rows an expert, and from eight tokens on: the skinny kernel's tiles of four rows take
-// a wave of blocks per few tiles (batch 32 of Moonlight, 3 rows an expert: 222 + 155 us a layer,
-// CUPTI, H200), where the 16-row tensor-core tiles take one block per tile and column block
-// (batch 64, 6 rows: 128 + 78 us).
-bool moe_tensor_cores(int64_t tokens, int64_t mean_rows) {
-    return mean_rows > 4 || tokens >= 8;
+int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads, const KernelChoices& kc) {
+    if (kc.grouped_mma == KernelVariant::V1 || !v2_reads) return kGroupedMmaRows;
+    return mean_rows <= kc.mma_short_tile_rows ? 16 : 64;
 }
 
 bool grouped_mma_fits(const SkinnyArgs& a) {
@@ -580,9 +555,10 @@ bool grouped_mma_fits(const SkinnyArgs& a) {
            a.k % kBk == 0 && a.ldx % 4 == 0;
 }
 
-void grouped_mma(QFormat f, const SkinnyArgs& a, bool v2_reads, cudaStream_t s) {
+void grouped_mma(QFormat f, const SkinnyArgs& a, bool v2_reads, const KernelChoices& kc,
+                 cudaStream_t s) {
     if (a.n == 0 || a.max_tiles == 0) return;
-    const bool use_v2 = mma_variant() == 2 && v2_reads && v2::fits(a);
+    const bool use_v2 = kc.grouped_mma != KernelVariant::V1 && v2_reads && v2::fits(a);
     switch (f) {
         case QFormat::Bf16:
             return use_v2 ? v2::launch<QFormat::Bf16>(a, s) : launch<QFormat::Bf16>(a, s);

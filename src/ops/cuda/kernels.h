@@ -1,6 +1,7 @@
 // The CUDA kernels' launchers: plain C++ signatures over device pointers, so the host code of the
 // backend (cuda_*.cpp, compiled by the C++ compiler) never sees device code. Every launcher
-// enqueues on `stream` and returns at once.
+// enqueues on `stream` and returns at once. Launchers that choose between kernels take the
+// backend's KernelChoices (ops/kernel_choices.h): no choice is read from anywhere else.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/kernel_choices.h"
 #include "ops/step_sampling.h"
 
 namespace myriad::cuda {
@@ -33,6 +35,9 @@ struct QMatrix {
 
 // The GPU's multiprocessors (132 on the H200), for grid sizes; read once.
 int multiprocessors();
+// Early launch (pdl.cuh) on stream `s`: on unless its backend's KernelChoices::pdl is off (the
+// backend registers its stream; on again before the stream is destroyed).
+void set_stream_pdl(cudaStream_t s, bool on);
 
 // ---- element-wise and rows ----
 void fill_f32(float* p, int64_t n, float value, cudaStream_t s);
@@ -96,34 +101,28 @@ struct SkinnyArgs {
     float* out = nullptr;
     int64_t ldo = 0;
 };
-void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s);
-// Which skinny kernel quantised decode tiles (at most 4 rows) use: 2 the v2 kernel (16-byte
-// loads, K split over lanes, x staged in shared memory) where it applies (the default), 1 always
-// v1; 0 goes back to the default of MYRIAD_CUDA_SKINNY (v1 or v2). For tests and benchmarks.
-void set_skinny_variant(int v);
+// kc.skinny: v2 (16-byte loads, K split over lanes, x staged in shared memory) for tiles of at
+// most four rows and dense products of at most 16 where it applies, or v1 throughout.
+void skinny_linear(QFormat f, const SkinnyArgs& a, const KernelChoices& kc, cudaStream_t s);
 // The same grouped product on the tensor cores (BF16 operands, F32 accumulation) for tiles of
 // at most kGroupedMmaRows rows; needs a.tiles, a.table, K a multiple of 32 and 16-byte x rows
 // (grouped_mma_fits). Two kernels: v1 (64-row tiles, one K step of 32 at a time) and v2 (the
-// default: 16- or 64-row tiles, the stored weights copied with cp.async K steps ahead), which
-// runs where the table's matrices allow (v2_reads: every held matrix passes
+// default, kc.grouped_mma: 16- or 64-row tiles, the stored weights copied with cp.async K steps
+// ahead), which runs where the table's matrices allow (v2_reads: every held matrix passes
 // grouped_mma_v2_reads) and a.tile_rows is 16 or 64; elsewhere v1 takes any tile height up to 64.
 constexpr int32_t kGroupedMmaRows = 64;
 bool grouped_mma_fits(const SkinnyArgs& a);
-void grouped_mma(QFormat f, const SkinnyArgs& a, bool v2_reads, cudaStream_t s);
+void grouped_mma(QFormat f, const SkinnyArgs& a, bool v2_reads, const KernelChoices& kc,
+                 cudaStream_t s);
 // Whether v2 can read `w`: 16-byte code rows, and scale blocks of 16 columns at phase 0 with
 // 4-byte scale rows (NVFP4) or of a multiple of 16 at a phase that is one (FP8, INT4).
 bool grouped_mma_v2_reads(QFormat f, const QMatrix& w);
-// The tile height for experts of mean_rows rows: 16 up to 16 rows and 64 past them with v2,
-// kGroupedMmaRows with v1 (or matrices v2 cannot read).
-int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads);
-// Whether the routed experts of a step of `tokens` tokens, `mean_rows` (token, choice) pairs an
-// expert that has any, go to the tensor cores (BF16 inputs) rather than the skinny kernel.
-bool moe_tensor_cores(int64_t tokens, int64_t mean_rows);
+// The tile height for experts of mean_rows rows: 16 up to kc.mma_short_tile_rows rows and 64
+// past them with v2, kGroupedMmaRows with v1 (or matrices v2 cannot read). (Whether the tensor
+// cores take a step's experts at all: KernelChoices::moe_tensor_cores.)
+int32_t grouped_mma_tile_rows(int64_t mean_rows, bool v2_reads, const KernelChoices& kc);
 // Sets v2's shared memory limits (once; outside graph capture, as the expert tables are built).
 void grouped_mma_prepare();
-// MYRIAD_CUDA_MMA=v1 makes v1 the default; for tests: 1 v1, 2 v2 (where it applies), 0 back to
-// the environment's choice.
-void set_grouped_mma_variant(int v);
 // Expands rows [r0, r1) of `w` to BF16 rows of w.cols at `out`; with `residual`, each value
 // minus its BF16 rounding instead (the low part of an F32 value kept as two BF16 numbers).
 void dequant_bf16(QFormat f, const QMatrix& w, int64_t r0, int64_t r1, uint16_t* out,
@@ -209,31 +208,25 @@ void attention_naive(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // launching nothing, for shapes or alignments it does not take (version 1 then runs).
 bool attention_prefill(const AttnArgs& a, const StepView& st, int64_t seqs, int64_t max_q_len,
                        cudaStream_t s);
-// Which naive-form kernel runs: 1 attention_naive, 2 attention_prefill where it applies (the
-// default). MYRIAD_CUDA_PREFILL_ATTN=v1|v2 sets the default; set_prefill_attention_variant(0)
-// returns to it (tests set 1 or 2).
-void set_prefill_attention_variant(int v);
-int prefill_attention_variant();
-void attention_absorbed(const AttnArgs& a, const StepView& st, cudaStream_t s);
-// The absorbed form's kernels: 1, a block walks its keys (the first version); 2, tiles of keys
-// through shared memory, splits sized on the device (cache layouts it does not handle run
-// version 1); 3, the tensor cores with 16 heads a block (decode_attention_mma.cu; other caches
-// and shapes run version 2). 0, the default: 3 from two blocks of it (rows x head groups), else 2.
-// MYRIAD_CUDA_ATTN=v1|v2|v3 sets the variant; set_attention_variant(0) returns to the default or
-// the environment's (tests set 1, 2 or 3).
-void set_attention_variant(int v);
-int attention_variant();
-// The second version's threads a block: 0 (the default) chooses by the number of (row, head)
-// pairs; tests set 128 or 256 to check both on any shape.
-void set_decode_attention_threads(int threads);
+// (CudaOps runs version 1 throughout when KernelChoices::prefill_attention is V1.)
+// The absorbed form's kernels: version 2, tiles of keys through shared memory, a block per (row,
+// head, split), splits sized on the device; version 3, the tensor cores with 16 heads a block
+// (decode_attention_mma.cu; other caches and shapes run version 2). kc.decode_attention chooses
+// (by default 3 from kc.decode_mma_blocks blocks, rows x head groups, else 2) and
+// kc.decode_threads version 2's threads a block.
+void attention_absorbed(const AttnArgs& a, const StepView& st, const KernelChoices& kc,
+                        cudaStream_t s);
+// Whether a kernel takes a's cache layout (version 2: latent widths a multiple of 4 up to 1,024,
+// 16-byte entries; version 3 where it runs). CudaOps checks before attention_absorbed.
+bool decode_attention_takes(const AttnArgs& a, const KernelChoices& kc);
 // The split count of each (query row, head) pair of `a` (every field but `part` and `splits`
 // set; fixed by the shape, so a captured graph keeps it): at most 32, for the kernel that runs.
-int64_t attention_splits(const AttnArgs& a);
+int64_t attention_splits(const AttnArgs& a, const KernelChoices& kc);
 // The third version (decode_attention_mma.cu): whether it takes a's cache and shape (a BF16
 // cache, latent a multiple of 64 up to 512, 16-byte aligned rows), its splits for `rows` query
 // rows of `heads` heads, and its launch (the join of splits is the caller's).
 bool decode_mma_takes(const AttnArgs& a);
-int64_t decode_mma_splits(int64_t rows, int64_t heads);
+int64_t decode_mma_splits(int64_t rows, int64_t heads, const KernelChoices& kc);
 void attention_absorbed_mma(const AttnArgs& a, const StepView& st, cudaStream_t s);
 // q_lat[t, h, l] = sum_d q[t, h, d] kv_b[h (dn + dv) + d, l] (kv_b BF16 [H (dn + dv), latent]).
 void absorb_q(const float* q, int64_t tokens, int64_t heads, int64_t dq, const uint16_t* kv_b,
@@ -259,11 +252,9 @@ void moe_route(const RouteArgs& a, cudaStream_t s);
 // rows, *tile_count of them (at most moe_max_tiles).
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
-              int32_t* tiles, int32_t* tile_count, cudaStream_t s);
-// Decode-size steps (up to 8,192 pairs and 4,096 experts) group in one single-block kernel
-// unless MYRIAD_CUDA_SORT=split says otherwise. For tests: 1 fused, 2 split, 0 back to the
-// environment's choice.
-void set_moe_sort_fused(int v);
+              int32_t* tiles, int32_t* tile_count, const KernelChoices& kc, cudaStream_t s);
+// (Decode-size steps, up to 8,192 pairs and 4,096 experts, group in one single-block kernel
+// unless kc.moe_sort_fused is false.)
 // Experts with c rows need ceil(c / R) tiles: at most pairs / R + (experts that have rows).
 inline int64_t moe_max_tiles(int64_t pairs, int64_t experts, int32_t tile_rows) {
     return pairs / tile_rows + (pairs < experts ? pairs : experts) + 1;

@@ -4,8 +4,6 @@
 // one grid row per tile of an expert's rows (moe_sort lists the tiles on the device), so
 // neither a host loop nor an idle block visits the experts that have no rows. Prefill-size
 // dense products expand the weight to BF16 tiles (dequant_bf16) for cuBLASLt instead.
-#include <cstdlib>
-#include <cstring>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
@@ -21,8 +19,8 @@ constexpr int kWarpsPerBlock = 8;  // output columns per block
 // Steps of eight weights a lane loads before using any (U): a warp then has U loads of
 // 32 x 16 (BF16), 8 (FP8) or 4 bytes (NVFP4, INT4) in flight instead of one. With U = 1 (the
 // first version) a 4-bit weight row was read 128 bytes per warp at a time, far too little in
-// flight to cover the memory latency (MYRIAD_CUDA_SKINNY_UNROLL=1 brings it back, to compare).
-// The loads stay in their stored form until used, which keeps the registers per lane low.
+// flight to cover the memory latency (KernelChoices::skinny_single_load brings it back, to
+// compare). The loads stay in their stored form until used, which keeps the registers per lane low.
 // BF16 stays at U = 4: U = 8 (a 4 KB row in one round trip) took 90 registers instead of 64, so
 // half the blocks fit on a multiprocessor and q_proj's 384 blocks needed a second wave (ncu on
 // the H200: 9.0 -> 12.3 us a call).
@@ -121,7 +119,7 @@ __device__ __forceinline__ bool block_group(const SkinnyArgs& a, int64_t& g, int
         g = a.tiles[2 * blockIdx.y];
         begin = a.tiles[2 * blockIdx.y + 1];
         end = a.row_begin[g + 1];
-        // The tile's rows (tile_rows <= R; MYRIAD_CUDA_SKINNY_UNROLL=1 runs R = 16 on any tiles).
+        // The tile's rows (tile_rows <= R; skinny_single_load runs R = 16 on any tiles).
         if (end > begin + a.tile_rows) end = begin + a.tile_rows;
     } else {
         begin = a.row_begin ? a.row_begin[g] : 0;
@@ -493,20 +491,9 @@ void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
         launch_rows<F, false, U, R>(a, s);
 }
 
-// v2 where it applies (MYRIAD_CUDA_SKINNY=v1 keeps v1 throughout, to compare; set_skinny_variant
-// for tests):
+// v2 where it applies (KernelChoices::skinny V1 keeps v1 throughout, to compare):
 // a quantised format, at most four rows per tile or group, K a multiple of the segment, 16-byte
 // x rows, and (without a table) matrices v2 can read; the kernel checks a table's matrices.
-int g_skinny_variant = 0;  // 0: the environment's choice
-
-int skinny_variant() {
-    if (g_skinny_variant != 0) return g_skinny_variant;
-    static const int from_env = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_SKINNY");
-        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
-    }();
-    return from_env;
-}
 
 template <QFormat F, bool Glu>
 bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
@@ -544,18 +531,14 @@ bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
 }
 
 template <QFormat F>
-void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
-    static const bool first_version = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_SKINNY_UNROLL");
-        return e && std::strcmp(e, "1") == 0;
-    }();
-    if (first_version) return launch_glu<F, 1, 16>(a, s);
+void launch_skinny(const SkinnyArgs& a, const KernelChoices& kc, cudaStream_t s) {
+    if (kc.skinny_single_load) return launch_glu<F, 1, 16>(a, s);
     // Few rows per group (decode): four accumulators per lane keep the registers, and so the
     // warps per multiprocessor, up.
     // v2 for tiles of up to four rows, and for dense products of up to 16 rows in passes of four
     // (v1 took 24 us for an 8-row BF16 product of 12.6 MB: CUPTI, H200, batch 8).
     const int32_t rows = a.tiles ? a.tile_rows : static_cast<int32_t>(a.max_rows);
-    if ((rows <= 4 || (!a.tiles && rows <= 16)) && skinny_variant() == 2 &&
+    if ((rows <= 4 || (!a.tiles && rows <= 16)) && kc.skinny != KernelVariant::V1 &&
         (a.glu ? launch_v2<F, true>(a, rows, s) : launch_v2<F, false>(a, rows, s)))
         return;
     if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
@@ -563,7 +546,7 @@ void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
     // chunk) takes few column blocks: passes of four rows multiply the blocks by four (ncu,
     // H200: 16-row passes took 38 us for 64 rows of Moonlight's router, 4-row passes 11.5 us).
     const int64_t col_blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    if (!a.tiles && col_blocks * ((rows + 15) / 16) < 2 * multiprocessors())
+    if (!a.tiles && col_blocks * ((rows + 15) / 16) < kc.narrow_product_blocks)
         return launch_glu<F, kUnroll<F>, 4>(a, s);
     if (rows <= 8) return launch_glu<F, kUnroll<F>, 8>(a, s);
     return launch_glu<F, kUnroll<F>, 16>(a, s);
@@ -571,21 +554,17 @@ void launch_skinny(const SkinnyArgs& a, cudaStream_t s) {
 
 }  // namespace
 
-void set_skinny_variant(int v) {
-    g_skinny_variant = v == 1 || v == 2 ? v : 0;
-}
-
-void skinny_linear(QFormat f, const SkinnyArgs& a, cudaStream_t s) {
+void skinny_linear(QFormat f, const SkinnyArgs& a, const KernelChoices& kc, cudaStream_t s) {
     if (a.n == 0 || a.max_rows == 0 || a.groups == 0) return;
     switch (f) {
         case QFormat::Bf16:
-            return launch_skinny<QFormat::Bf16>(a, s);
+            return launch_skinny<QFormat::Bf16>(a, kc, s);
         case QFormat::Fp8Block:
-            return launch_skinny<QFormat::Fp8Block>(a, s);
+            return launch_skinny<QFormat::Fp8Block>(a, kc, s);
         case QFormat::Nvfp4:
-            return launch_skinny<QFormat::Nvfp4>(a, s);
+            return launch_skinny<QFormat::Nvfp4>(a, kc, s);
         case QFormat::Int4:
-            return launch_skinny<QFormat::Int4>(a, s);
+            return launch_skinny<QFormat::Int4>(a, kc, s);
     }
 }
 

@@ -1,9 +1,6 @@
 // Mixture of experts on the GPU: the noaux_tc router (sigmoid, bias for selection, group-limited
 // top-k) in one kernel, and the device-side grouping of (token, choice) pairs by expert that
 // lets one grouped launch run every expert (reference.md §1.7).
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
@@ -296,29 +293,12 @@ void moe_route(const RouteArgs& a, cudaStream_t s) {
                kWarp * kRouteWarps, smem, s, a);
 }
 
-namespace {
-// The one-block grouping where it fits; MYRIAD_CUDA_SORT=split keeps the four launches (a
-// memset, count, offsets, scatter), to compare.
-std::atomic<int> sort_set{0};  // 0: MYRIAD_CUDA_SORT decides
-
-bool sort_fused() {
-    if (const int v = sort_set.load()) return v == 1;
-    static const bool from_env = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_SORT");
-        return !(e && std::strcmp(e, "split") == 0);
-    }();
-    return from_env;
-}
-}  // namespace
-
-void set_moe_sort_fused(int v) {
-    sort_set.store(v == 1 || v == 2 ? v : 0);
-}
-
 void moe_sort(const int32_t* ids, int64_t pairs, int64_t top_k, int64_t experts, int32_t* counts,
               int32_t* offsets, int32_t* sorted_token, int32_t* pair_row, int32_t tile_rows,
-              int32_t* tiles, int32_t* tile_count, cudaStream_t s) {
-    if (sort_fused() && pairs <= kFusedSortMaxPairs && experts <= kFusedSortMaxExperts) {
+              int32_t* tiles, int32_t* tile_count, const KernelChoices& kc, cudaStream_t s) {
+    // The one-block grouping where it fits; moe_sort_fused false keeps the four launches (a
+    // memset, count, offsets, scatter), to compare.
+    if (kc.moe_sort_fused && pairs <= kFusedSortMaxPairs && experts <= kFusedSortMaxExperts) {
         launch_pdl(sort_one_block_kernel, 1, kFusedSortThreads, experts * sizeof(int32_t), s, ids,
                    pairs, top_k, experts, offsets, sorted_token, pair_row, tile_rows, tiles,
                    tile_count);

@@ -30,16 +30,17 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// Whether launch_pdl asks for early starts: MYRIAD_CUDA_PDL=0 turns them off (to compare); the
-// kernels' waits then return at once.
-bool pdl_enabled();
+// Whether launch_pdl asks for early starts on stream `s`: KernelChoices::pdl off (the backend
+// registers its stream with set_stream_pdl, kernels.h) turns them off, to compare; the kernels'
+// waits then return at once.
+bool pdl_enabled(cudaStream_t s);
 
 template <typename... Params, typename... Args>
 void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
                 Args&&... args) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled(s) ? 1 : 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;

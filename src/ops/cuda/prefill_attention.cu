@@ -5,8 +5,6 @@
 // rows of one sequence and one head, and each key row it loads serves all 32.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/kernels.h"
@@ -332,22 +330,7 @@ bool aligned16(const void* p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
-std::atomic<int> prefill_variant_set{0};  // 0: MYRIAD_CUDA_PREFILL_ATTN decides
-
 }  // namespace
-
-void set_prefill_attention_variant(int v) {
-    prefill_variant_set.store(v);
-}
-
-int prefill_attention_variant() {
-    if (const int v = prefill_variant_set.load()) return v;
-    static const int from_env = [] {
-        const char* e = std::getenv("MYRIAD_CUDA_PREFILL_ATTN");
-        return e && std::strcmp(e, "v1") == 0 ? 1 : 2;
-    }();
-    return from_env;
-}
 
 bool attention_prefill(const AttnArgs& a, const StepView& st, int64_t seqs, int64_t max_q_len,
                        cudaStream_t s) {
