@@ -86,6 +86,19 @@ bool BlockManager::grow(std::vector<BlockId>& table, int64_t tokens) {
     return true;
 }
 
+void BlockManager::shrink(std::vector<BlockId>& table, int64_t tokens) {
+    const size_t keep = static_cast<size_t>(blocks_for(tokens, block_size_));
+    while (table.size() > keep) {
+        Block& b = blocks_[table.back()];
+        MYRIAD_CHECK(b.refs > 0, "block {} released with {} references", table.back(), b.refs);
+        if (--b.refs == 0) {
+            b.free_pos = free_.insert(b.hashed ? free_.end() : free_.begin(), table.back());
+            b.in_free = true;
+        }
+        table.pop_back();
+    }
+}
+
 void BlockManager::register_full_blocks(const std::vector<BlockId>& table,
                                         const std::vector<TokenId>& tokens, int64_t computed,
                                         std::vector<uint64_t>& hashes) {

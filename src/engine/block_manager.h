@@ -35,6 +35,9 @@ class BlockManager {
     // Extends `table` with fresh blocks until it covers `tokens` tokens; false (and nothing
     // changed) when too few blocks are free.
     bool grow(std::vector<BlockId>& table, int64_t tokens);
+    // Gives back the blocks of `table` past those covering `tokens` tokens (a rejected draft's:
+    // never registered, so nothing cached is lost; handed out again before any cached block).
+    void shrink(std::vector<BlockId>& table, int64_t tokens);
     // Registers every block of `table` that is full within tokens[0, computed) in the prefix
     // cache (once computed, its contents are final). `hashes` holds the sequence's chain hashes
     // computed so far and is extended, so each block is hashed once.

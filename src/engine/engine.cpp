@@ -6,6 +6,7 @@
 #include <span>
 
 #include "engine/sampler.h"
+#include "engine/step_builder.h"
 #include "engine/warm_up_step.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -17,7 +18,11 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
     : workers_(workers),
       config_(std::move(config)),
       blocks_(workers.options().kv_blocks, workers.options().kv_block_size, config_.prefix_caching),
-      scheduler_(config_.scheduler, blocks_) {
+      scheduler_(config_.scheduler, blocks_),
+      drafter_(make_drafter(config_.speculative)) {
+    if (drafter_ && config_.speculative.num_speculative_tokens < 1)
+        bad_input("--num-speculative-tokens {} must be at least 1",
+                  config_.speculative.num_speculative_tokens);
     const int64_t capacity = workers.options().kv_blocks * workers.options().kv_block_size;
     max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len
                                                : workers.config().max_position_embeddings;
@@ -195,109 +200,56 @@ void Engine::finish(Sequence* seq, FinishReason reason, RequestOutput out) {
     handle->push(std::move(out));
 }
 
+// Speculation: every decoding sequence that may take a draft gets one from the drafter (maybe
+// empty). Not while forced tokens remain (they are not sampled), nor past the context.
+void Engine::propose_drafts() {
+    if (!drafter_) return;
+    std::vector<Sequence*> seqs;
+    for (Sequence* seq : scheduler_.all()) {
+        seq->draft.clear();
+        if (!seq->decoding() || seq->processor.forced(seq->num_output()) >= 0) continue;
+        if (seq->handle && seq->handle->paused()) continue;
+        if (seq->draft_limit == 0) seq->draft_limit = config_.speculative.num_speculative_tokens;
+        seqs.push_back(seq);
+    }
+    if (seqs.empty()) return;
+    drafter_->propose(seqs);
+    for (Sequence* seq : seqs) {
+        // Every token it may take (k + 1) within the context.
+        const int64_t room = max_model_len_ - static_cast<int64_t>(seq->tokens.size()) - 1;
+        if (static_cast<int64_t>(seq->draft.size()) > room)
+            seq->draft.resize(static_cast<size_t>(std::max<int64_t>(0, room)));
+    }
+}
+
 bool Engine::step() {
     take_submissions();
     for (Sequence* seq : scheduler_.all())
         if (seq->handle->cancelled()) finish(seq, FinishReason::Abort, {});
+    propose_drafts();
     std::vector<ScheduledSeq> batch = scheduler_.schedule();
     stalled_ = false;
     if (batch.empty()) {
         if (config_.check_invariants) blocks_.check_invariants();
-        publish_stats(0, false);        // cancelled requests may have freed blocks
+        publish_stats({}, false);       // cancelled requests may have freed blocks
         stalled_ = !scheduler_.idle();  // every sequence left is paused
         return stalled_;
     }
 
-    const int64_t bs = blocks_.block_size(), vocab = workers_.config().vocab_size;
-    StepInput st;
-    std::vector<std::pair<Sequence*, int64_t>> logprob_seqs;  // prompt logprob rows per sequence
-    for (const ScheduledSeq& s : batch) {
-        Sequence& seq = *s.seq;
-        SeqSlice slice;
-        slice.q_begin = st.num_tokens();
-        slice.q_len = s.num_tokens;
-        slice.ctx_len = seq.num_computed + s.num_tokens;
-        slice.block_table = seq.blocks;
-        for (int64_t i = 0; i < s.num_tokens; ++i) {
-            const int64_t pos = seq.num_computed + i;
-            st.token_ids.push_back(seq.tokens[pos]);
-            st.positions.push_back(static_cast<int32_t>(pos));
-            st.slots.push_back(static_cast<int64_t>(seq.blocks[pos / bs]) * bs + pos % bs);
-        }
-        if (seq.wants_prompt_logprobs()) {
-            // Position p's logits give the logprob of prompt token p + 1; the prefix cache
-            // skipped no position still without one (cacheable_tokens).
-            const int64_t begin = std::max(seq.num_computed, seq.prompt_logprobs_done);
-            const int64_t end = std::min(seq.num_computed + s.num_tokens, seq.prompt_len - 1);
-            MYRIAD_CHECK(begin == seq.prompt_logprobs_done,
-                         "sequence {} computes from position {}, its prompt logprobs reach {}",
-                         seq.id, seq.num_computed, seq.prompt_logprobs_done);
-            if (begin < end) {
-                st.logprob_spans.push_back({slice.q_begin + begin - seq.num_computed, end - begin});
-                for (int64_t p = begin; p < end; ++p)
-                    st.logprob_targets.push_back(seq.tokens[p + 1]);
-                st.logprob_top_n = std::max(st.logprob_top_n, seq.params.prompt_logprobs);
-                logprob_seqs.emplace_back(&seq, end - begin);
-            }
-        }
-        if (s.sample)
-            st.logit_rows.push_back(static_cast<int32_t>(slice.q_begin + s.num_tokens - 1));
-        st.seqs.push_back(std::move(slice));
-    }
-    logits_.resize(st.logit_rows.size() * vocab);
-    // Structured output: each constrained row's allowed-token bitmask, from its matcher; the
-    // backend (or the host sampler below) sets the others' logits to -inf before choosing.
-    StepSampling sampling;
-    std::vector<int32_t> row_mask;  // per logit row: its mask in sampling.masks, -1 none
-    for (const ScheduledSeq& s : batch) {
-        if (!s.sample) continue;
-        Sequence& seq = *s.seq;
-        int32_t m = -1;
-        const int64_t remaining =
-            std::min(seq.params.max_tokens - seq.num_output(),
-                     max_model_len_ - static_cast<int64_t>(seq.tokens.size()));
-        if (seq.processor.forced(seq.num_output()) < 0 && seq.processor.masks_next(remaining)) {
-            sampling.mask_words = static_cast<int32_t>((vocab + 31) / 32);
-            const size_t at = sampling.masks.size();
-            sampling.masks.resize(at + static_cast<size_t>(sampling.mask_words));
-            seq.processor.fill_mask(
-                std::span<uint32_t>(sampling.masks.data() + at, sampling.masks.size() - at),
-                remaining);
-            m = static_cast<int32_t>(at / static_cast<size_t>(sampling.mask_words));
-        }
-        row_mask.push_back(m);
-    }
-    // Where the backend samples (a GPU), the rows go down as StepSampling and only token ids
-    // come back; rows that need their logits here (logprobs, forced tokens, an observer) are
-    // marked host and sampled below as on the CPU.
-    const bool on_backend = workers_.backend_samples();
-    if (on_backend) {
-        for (const ScheduledSeq& s : batch) {
-            if (!s.sample) continue;
-            const Sequence& seq = *s.seq;
-            const int64_t generated = seq.num_output();
-            const bool host = config_.logits_observer || seq.params.top_logprobs >= 0 ||
-                              seq.processor.forced(generated) >= 0;
-            SampleRow row = sample_row(seq.params, seq.seed, generated);
-            row.host = host;
-            row.mask = row_mask[sampling.rows.size()];
-            row.edits_begin = static_cast<int32_t>(sampling.edits.size());
-            if (!host)
-                append_logit_edits(seq.params, vocab, seq.prompt(), seq.output(), seq.stop_ids,
-                                   sampling.edits);
-            row.edits_end = static_cast<int32_t>(sampling.edits.size());
-            sampling.rows.push_back(row);
-        }
-    }
-    sampled_.assign(st.logit_rows.size(), -1);
-    LogprobRows prompt_lp;
+    StepLimits limits;
+    limits.vocab = workers_.config().vocab_size;
+    limits.max_model_len = max_model_len_;
+    limits.block_size = blocks_.block_size();
+    limits.backend_samples = workers_.backend_samples();
+    limits.observe_logits = static_cast<bool>(config_.logits_observer);
+    const BuiltStep built = build_step(batch, limits);
     try {
-        workers_.step(st, logits_.data(), on_backend ? &sampling : nullptr, sampled_.data(),
-                      &prompt_lp);
+        run_step(workers_, built, results_);
     } catch (const std::exception& e) {
         log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
                   batch.size());
         for (const ScheduledSeq& s : batch) {
+            s.seq->draft.clear();
             RequestOutput out;
             out.error = e.what();
             finish(s.seq, FinishReason::Error, std::move(out));
@@ -305,91 +257,31 @@ bool Engine::step() {
         return true;
     }
 
-    // Each sequence's prompt logprob rows, its own top N of the step's.
-    size_t lp_row = 0;
-    for (const auto& [seq, n] : logprob_seqs) {
-        const size_t top = static_cast<size_t>(seq->params.prompt_logprobs);
-        for (int64_t i = 0; i < n; ++i, ++lp_row) {
-            SampleResult r;
-            r.token = st.logprob_targets[lp_row];
-            r.logprob = prompt_lp.target[lp_row];
-            const size_t at = lp_row * static_cast<size_t>(prompt_lp.top_n);
-            for (size_t j = 0; j < top; ++j)
-                if (prompt_lp.top_ids[at + j] >= 0)
-                    r.top.push_back({prompt_lp.top_ids[at + j], prompt_lp.top[at + j]});
-            seq->prompt_logprobs.push_back(std::move(r));
-        }
-        seq->prompt_logprobs_done += n;
-    }
-
-    size_t row = 0;
-    int64_t generated = 0;
-    for (const ScheduledSeq& s : batch) {
-        Sequence& seq = *s.seq;
-        seq.num_computed += s.num_tokens;
-        blocks_.register_full_blocks(seq.blocks, seq.tokens, seq.num_computed, seq.block_hashes);
-        if (!s.sample) continue;
-        float* logits = logits_.data() + row++ * vocab;
-        if (config_.logits_observer) config_.logits_observer(seq.id, seq.num_computed - 1, logits);
-        const int64_t index = seq.num_output();
-        const TokenId forced = seq.processor.forced(index);
-        const int32_t mask = row_mask[row - 1];
-        SampleResult r;
-        if (on_backend && !sampling.rows[row - 1].host)
-            r.token = sampled_[row - 1];
+    UpdateLimits update;
+    update.vocab = limits.vocab;
+    update.max_model_len = max_model_len_;
+    update.max_draft = drafter_ ? config_.speculative.num_speculative_tokens : 0;
+    update.backend_samples = limits.backend_samples;
+    update.observer = &config_.logits_observer;
+    StepCounts counts;
+    for (SeqOutcome& o : update_after_step(batch, built, results_, blocks_, update, counts)) {
+        if (o.finish != FinishReason::None)
+            finish(o.seq, o.finish, std::move(o.out));
         else
-            r = forced >= 0
-                    ? forced_token(logits, vocab, forced, seq.params)
-                    : sample_token(logits, vocab, seq.params, seq.seed, seq.prompt(), seq.output(),
-                                   seq.stop_ids,
-                                   mask < 0 ? nullptr
-                                            : sampling.masks.data() +
-                                                  static_cast<size_t>(mask) *
-                                                      static_cast<size_t>(sampling.mask_words));
-        const TokenProcessor::Verdict verdict = seq.processor.accept(r.token, index);
-        if (verdict == TokenProcessor::Verdict::Rejected) {
-            RequestOutput out;
-            out.error = fmt::format(
-                "token {} was chosen though the output grammar does not allow it (the token "
-                "mask was not applied)",
-                r.token);
-            finish(&seq, FinishReason::Error, std::move(out));
-            continue;
-        }
-        seq.tokens.push_back(r.token);
-        ++generated;
-        RequestOutput out;
-        out.tokens = {r.token};
-        if (seq.params.top_logprobs >= 0) out.logprobs = {r};
-        if (seq.num_output() == 1 && seq.params.prompt_logprobs >= 0)
-            out.prompt_logprobs = std::move(seq.prompt_logprobs);
-        out.prompt_tokens = seq.prompt_len;
-        out.cached_tokens = seq.cached_tokens;
-        out.completion_tokens = seq.num_output();
-        const bool stop =
-            seq.num_output() > seq.params.min_tokens - 1 &&
-            std::find(seq.stop_ids.begin(), seq.stop_ids.end(), r.token) != seq.stop_ids.end();
-        if (stop) {
-            out.stop_token = r.token;
-            finish(&seq, FinishReason::Stop, std::move(out));
-        } else if (verdict == TokenProcessor::Verdict::Complete) {
-            finish(&seq, FinishReason::Stop, std::move(out));  // the grammar's document ended
-        } else if (seq.num_output() >= seq.params.max_tokens ||
-                   static_cast<int64_t>(seq.tokens.size()) >= max_model_len_) {
-            finish(&seq, FinishReason::Length, std::move(out));
-        } else {
-            seq.handle->push(std::move(out));
-        }
+            o.seq->handle->push(std::move(o.out));
     }
     if (config_.check_invariants) blocks_.check_invariants();
-    publish_stats(generated, true);
+    publish_stats(counts, true);
     return true;
 }
 
-void Engine::publish_stats(int64_t generated, bool ran_step) {
+void Engine::publish_stats(const StepCounts& counts, bool ran_step) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ran_step) ++stats_.steps;
-    stats_.generated_tokens += generated;
+    stats_.generated_tokens += counts.generated;
+    stats_.spec_drafts += counts.drafts;
+    stats_.spec_draft_tokens += counts.draft_tokens;
+    stats_.spec_accepted_tokens += counts.accepted_tokens;
     stats_.preemptions = scheduler_.preemptions();
     stats_.running = scheduler_.num_running();
     stats_.waiting = scheduler_.num_waiting();

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/drafter.h"
 #include "engine/request.h"
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
+#include "engine/step_run.h"
+#include "engine/step_update.h"
 #include "engine/worker_group.h"
 
 namespace myriad {
@@ -32,6 +35,7 @@ struct EngineConfig {
     bool prefix_caching = true;
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
     SamplingDefaults defaults;
+    SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens
 #ifdef NDEBUG
     bool check_invariants = false;  // block manager checks after every step (tests, debug builds)
 #else
@@ -45,6 +49,9 @@ struct EngineConfig {
 struct EngineStats {
     int64_t steps = 0, preemptions = 0, prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0,
             running = 0, waiting = 0, blocks_used = 0, blocks_total = 0;
+    // Speculative decoding (vLLM's spec_decode counters): sequences that verified a draft, the
+    // draft tokens verified, and the ones accepted.
+    int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
 };
 
 class Engine {
@@ -78,7 +85,8 @@ class Engine {
   private:
     void take_submissions();
     void finish(Sequence* seq, FinishReason reason, RequestOutput out);
-    void publish_stats(int64_t generated, bool ran_step);  // the scheduler's counts into stats_
+    void propose_drafts();
+    void publish_stats(const StepCounts& counts, bool ran_step);  // the step's counts into stats_
     void loop();
     void warm_up();
 
@@ -87,8 +95,8 @@ class Engine {
     int64_t max_model_len_;
     BlockManager blocks_;
     Scheduler scheduler_;
-    std::vector<float> logits_;
-    std::vector<int32_t> sampled_;  // the tokens a sampling backend chose, per logit row
+    std::unique_ptr<Drafter> drafter_;  // null: no speculation
+    StepResults results_;
 
     std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_
     std::condition_variable cv_;

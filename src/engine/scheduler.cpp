@@ -42,7 +42,12 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
             ++i;
             continue;
         }
-        const int64_t n = std::min(seq->remaining(), budget);
+        // A decoding sequence's draft rides along while the budget and the blocks allow.
+        int64_t draft = seq->decoding() ? static_cast<int64_t>(seq->draft.size()) : 0;
+        draft = std::max<int64_t>(0, std::min(draft, budget - 1));
+        if (draft > 0 && !blocks_.grow(seq->blocks, seq->num_computed + 1 + draft)) draft = 0;
+        seq->draft.resize(static_cast<size_t>(draft));
+        const int64_t n = draft > 0 ? 1 + draft : std::min(seq->remaining(), budget);
         bool fits = blocks_.grow(seq->blocks, seq->num_computed + n);
         while (!fits && running_.size() > i + 1) {
             preempt(running_.size() - 1);  // the latest admitted gives way
@@ -54,7 +59,9 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
             preempted = true;
             continue;
         }
-        out.push_back({seq, n, seq->num_computed + n == static_cast<int64_t>(seq->tokens.size())});
+        out.push_back(
+            {seq, n, draft > 0 || seq->num_computed + n == static_cast<int64_t>(seq->tokens.size()),
+             draft});
         budget -= n;
         ++i;
     }
@@ -67,6 +74,7 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
             seq->num_computed = static_cast<int64_t>(seq->blocks.size()) * blocks_.block_size();
             if (!seq->admitted) seq->cached_tokens = std::min(seq->num_computed, seq->prompt_len);
         }
+        seq->draft.clear();  // a prompt (or a preempted sequence) recomputes first
         const int64_t n = std::min(seq->remaining(), budget);
         if (!blocks_.grow(seq->blocks, seq->num_computed + n)) {
             blocks_.release(seq->blocks);
@@ -80,9 +88,12 @@ std::vector<ScheduledSeq> Scheduler::schedule() {
         running_.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
     }
-    // The forward pass wants single-token (decode) sequences first.
+    // The forward pass wants decoding sequences first (the absorbed attention form): those of
+    // one token, then those verifying a draft, then the prefill chunks.
     std::stable_partition(out.begin(), out.end(),
-                          [](const ScheduledSeq& s) { return s.num_tokens == 1; });
+                          [](const ScheduledSeq& s) { return s.num_tokens == 1 || s.draft > 0; });
+    std::stable_partition(out.begin(), out.end(),
+                          [](const ScheduledSeq& s) { return s.num_tokens == 1 && s.draft == 0; });
     return out;
 }
 

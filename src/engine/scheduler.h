@@ -1,7 +1,8 @@
 // Scheduler: waiting and running queues. Each step is one flat batch within a token budget:
-// decode tokens of running sequences first, then chunks of prompts (chunked prefill). When KV
-// blocks run out, the most recently admitted running sequence is preempted: its blocks are freed
-// and it waits to be recomputed.
+// decode tokens of running sequences first (with their drafts, when speculating), then chunks
+// of prompts (chunked prefill). When KV blocks run out, a draft is dropped first, then the most
+// recently admitted running sequence is preempted: its blocks are freed and it waits to be
+// recomputed.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,9 @@ struct SchedulerConfig {
 
 struct ScheduledSeq {
     Sequence* seq = nullptr;
-    int64_t num_tokens = 0;  // new tokens of this sequence in the step
+    int64_t num_tokens = 0;  // new tokens of this sequence in the step (its draft included)
     bool sample = false;     // the step reaches its last token: sample the next one
+    int64_t draft = 0;       // of num_tokens, the tokens of seq->draft verified in this step
 };
 
 class Scheduler {
@@ -30,7 +32,8 @@ class Scheduler {
     Scheduler(SchedulerConfig config, BlockManager& blocks);
 
     void add(std::unique_ptr<Sequence> seq);
-    // The next step's sequences, decode (one token) first; empty when there is nothing to run.
+    // The next step's sequences: plain decodes (one token) first, then decodes with a draft,
+    // then prefill chunks; empty when there is nothing to run.
     std::vector<ScheduledSeq> schedule();
     // Removes a finished or cancelled sequence from either queue and frees its blocks.
     std::unique_ptr<Sequence> remove(Sequence* seq);

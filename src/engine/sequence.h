@@ -1,5 +1,6 @@
 // Sequence: the engine's record of one request — its tokens (prompt, then output), how many of
-// them have KV in the cache, its blocks, its sampling parameters and its handle.
+// them have KV in the cache, its blocks, its sampling parameters, its handle, and the draft
+// tokens a speculative drafter proposed to follow its last token (verified by the next step).
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,16 @@ struct Sequence {
     int64_t prompt_logprobs_done = 0;
     std::vector<SampleResult> prompt_logprobs;
     TokenProcessor processor;  // forced tokens and structured output for its next token
+    // Speculative decoding (engine/drafter.h): the tokens proposed to follow tokens.back(),
+    // verified by the next step and cleared after it; and the draft length it allows now (it
+    // adapts to the sequence's recent acceptance; 0 until the engine's drafter sets it).
+    std::vector<TokenId> draft;
+    int64_t draft_limit = 0;
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
     int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+    // Decoding: every token but the last has its KV (a draft may then follow the last).
+    bool decoding() const { return num_output() > 0 && remaining() == 1; }
     bool wants_prompt_logprobs() const {
         return params.prompt_logprobs >= 0 && prompt_logprobs_done < prompt_len - 1;
     }

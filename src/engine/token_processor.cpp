@@ -74,7 +74,29 @@ void TokenProcessor::fill_mask(std::span<uint32_t> mask, int64_t remaining) {
         set(constraint_->think_open);
 }
 
+void TokenProcessor::rollback(size_t n) {
+    if (!constraint_) return;
+    MYRIAD_CHECK(n <= history_.size(), "token processor rollback of {} past its {} accepts", n,
+                 history_.size());
+    size_t steps = 0;
+    for (size_t i = 0; i < n; ++i) {
+        phase_ = history_.back().first;
+        steps += history_.back().second;
+        history_.pop_back();
+    }
+    if (steps > 0) matcher_->rollback(steps);
+}
+
 TokenProcessor::Verdict TokenProcessor::accept(TokenId token, int64_t generated) {
+    if (!constraint_) return Verdict::Continue;
+    const Phase before = phase_;
+    const size_t steps = matcher_->steps();
+    const Verdict v = accept_step(token, generated);
+    history_.emplace_back(before, matcher_->steps() != steps);
+    return v;
+}
+
+TokenProcessor::Verdict TokenProcessor::accept_step(TokenId token, int64_t generated) {
     const bool was_forced = forced(generated) >= 0;
     switch (phase_) {
         case Phase::None:

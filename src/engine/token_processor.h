@@ -7,7 +7,9 @@
 // The output's token budget (max_tokens, the context) is kept in view: reasoning is closed,
 // and the grammar steered to its end, while enough tokens are left to complete the document
 // (counting a byte a token, which byte-level vocabularies can always spell).
-// Speculative decoding will verify its drafts here too (Matcher::rollback undoes steps).
+// Speculative decoding checks its drafts here too: before a step, each draft token is accepted
+// in turn (the mask of every verified position taken on the way) and the whole run is then
+// rolled back; after the step the verified tokens are accepted for real.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,9 @@ class TokenProcessor {
     };
     // The token chosen for output index `generated` (forced or sampled).
     Verdict accept(TokenId token, int64_t generated);
+    // Undoes the last n accepts (n <= the accepts so far that were not rolled back), so a
+    // draft's tokens can be tried and taken back.
+    void rollback(size_t n);
 
   private:
     enum class Phase : uint8_t {
@@ -58,6 +63,7 @@ class TokenProcessor {
         Done,       // the grammar was left (a forced token it refused): unconstrained
     };
     Phase after_reasoning() const;
+    Verdict accept_step(TokenId token, int64_t generated);
     // Tokens left so few that reasoning must end now for the document to fit.
     bool must_close_reasoning(int64_t remaining) const;
 
@@ -65,6 +71,9 @@ class TokenProcessor {
     std::shared_ptr<const OutputConstraint> constraint_;
     std::unique_ptr<grammar::Matcher> matcher_;
     Phase phase_ = Phase::None;
+    // Per accept of a constrained sequence: the phase before it, whether the matcher took a
+    // step (rollback's record; empty while unconstrained).
+    std::vector<std::pair<Phase, bool>> history_;
 };
 
 }  // namespace myriad

@@ -224,7 +224,9 @@ void DeepseekV3::plan_attention(const StepInput& step) {
     if (options_.attention == AttentionMode::Absorbed) {
         n_absorbed_ = n_seqs;
     } else if (options_.attention == AttentionMode::Auto) {
-        while (n_absorbed_ < n_seqs && step.seqs[n_absorbed_].q_len == 1) ++n_absorbed_;
+        while (n_absorbed_ < n_seqs &&
+               (step.seqs[n_absorbed_].q_len == 1 || step.seqs[n_absorbed_].draft > 0))
+            ++n_absorbed_;
     }
     plan_naive_calls(step.seqs, n_absorbed_, options_.naive_context_tokens, naive_calls_);
     if (naive_calls_.empty()) return;

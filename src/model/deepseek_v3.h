@@ -18,8 +18,9 @@
 
 namespace myriad {
 
-// Which MLA form computes attention. Auto: sequences with one new token use the absorbed form
-// over the latent cache, longer ones the naive form. The others force one form (tests).
+// Which MLA form computes attention. Auto: sequences with one new token (and decoding ones
+// verifying a draft) use the absorbed form over the latent cache, longer ones the naive form. The
+// others force one form (tests).
 enum class AttentionMode : uint8_t { Auto, Naive, Absorbed };
 
 // Deliberate mistakes, for control tests that prove the golden tests can fail. Never set in

@@ -14,6 +14,9 @@ struct SeqSlice {
     int64_t q_len = 0;    // tokens of this sequence in this step
     int64_t ctx_len = 0;  // tokens in the cache after this step (earlier context + q_len)
     std::vector<BlockId> block_table;  // KV blocks holding positions [0, ctx_len)
+    // Speculative decoding: a decoding sequence's last token followed by `draft` proposed
+    // tokens (q_len = 1 + draft), every row's logits wanted. It attends as decode rows do.
+    int64_t draft = 0;
 };
 
 // Rows [row, row + n) of the batch whose log-softmax is wanted (prompt logprobs).
@@ -25,7 +28,8 @@ struct StepInput {
     std::vector<TokenId> token_ids;  // [T]
     std::vector<int32_t> positions;  // [T]; a sequence's new tokens are positions ctx-q_len..ctx-1
     std::vector<int64_t> slots;      // [T] KV slot of each new token: block * block_size + offset
-    // Sequences whose q_len == 1 come first (decode); the rest follow (prefill chunks).
+    // Sequences whose q_len == 1 come first (decode), then those verifying a draft; the rest
+    // follow (prefill chunks).
     std::vector<SeqSlice> seqs;
     std::vector<int32_t> logit_rows;  // rows of the batch whose logits are wanted
     // Rows whose logprobs are wanted (ops/logprob_rows.h): for each row of the spans, in order,

@@ -1,0 +1,31 @@
+#include "engine/drafter.h"
+
+#include <algorithm>
+
+#include "engine/ngram_drafter.h"
+#include "util/error.h"
+
+namespace myriad {
+
+SpeculativeMethod parse_speculative_method(const std::string& name) {
+    if (name == "ngram") return SpeculativeMethod::Ngram;
+    if (name == "none") return SpeculativeMethod::None;
+    bad_input("--speculative {}: the methods are ngram (prompt lookup) and none", name);
+}
+
+std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
+    switch (config.method) {
+        case SpeculativeMethod::Ngram:
+            return std::make_unique<NgramDrafter>(config);
+        case SpeculativeMethod::None:
+            break;
+    }
+    return nullptr;
+}
+
+int64_t next_draft_limit(int64_t limit, int64_t drafted, int64_t accepted, int64_t max) {
+    if (drafted <= 0) return limit;
+    return std::clamp<int64_t>(accepted == drafted ? drafted + 1 : accepted + 1, 1, max);
+}
+
+}  // namespace myriad

@@ -1,0 +1,25 @@
+// The workers' run of a built step: every rank runs the forward pass on its shard; rank 0's
+// logit rows (or, where the backend samples, the tokens it chose and the host rows' logits)
+// and the prompt-logprob rows come back.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/step_builder.h"
+#include "engine/worker_group.h"
+#include "ops/logprob_rows.h"
+
+namespace myriad {
+
+struct StepResults {
+    std::vector<float> logits;     // [logit rows, vocab]
+    std::vector<int32_t> sampled;  // per logit row: the backend's token, -1 where it chose none
+    LogprobRows prompt_logprobs;
+};
+
+// Runs `step` on the workers into `out` (its buffers reused from step to step); throws what the
+// forward pass threw.
+void run_step(WorkerGroup& workers, const BuiltStep& step, StepResults& out);
+
+}  // namespace myriad
