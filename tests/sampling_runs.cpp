@@ -97,7 +97,32 @@ std::vector<SamplingParams> request_kinds() {
     return kinds;
 }
 
-std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode, WarmUp warm) {
+void ReplayDrafter::propose(const std::vector<Sequence*>& seqs) {
+    for (Sequence* seq : seqs) {
+        seq->draft.clear();
+        const size_t i = static_cast<size_t>(seq->id - 1);
+        if (i >= outputs_.size()) continue;
+        const std::vector<TokenId>& want = outputs_[i];
+        const size_t n = static_cast<size_t>(seq->num_output());
+        for (size_t j = 0; j < static_cast<size_t>(seq->draft_limit); ++j)
+            seq->draft.push_back(
+                n + j < want.size()
+                    ? want[n + j]
+                    : static_cast<TokenId>((j * 7 + 5) % static_cast<size_t>(vocab_)));
+        if (++calls_ % 3 == 0 && !seq->draft.empty())
+            seq->draft.back() = static_cast<TokenId>((seq->draft.back() + 1) % vocab_);
+    }
+}
+
+std::vector<std::vector<TokenId>> outcome_tokens(const std::vector<SamplingOutcome>& outcomes) {
+    std::vector<std::vector<TokenId>> out;
+    for (const SamplingOutcome& o : outcomes) out.push_back(o.tokens);
+    return out;
+}
+
+std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode, WarmUp warm,
+                                               std::shared_ptr<Drafter> drafter, int64_t draft_len,
+                                               EngineStats* stats) {
     std::vector<std::vector<TokenId>> prompts;
     for (const auto& p : load_golden_reference("kimi_k2").p) prompts.push_back(p.ids);
     const std::string dir = golden_dir("kimi_k2");
@@ -116,6 +141,8 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     EngineConfig ec;
     ec.check_invariants = true;
     ec.warm_up = warm;
+    ec.drafter = std::move(drafter);
+    ec.speculative.num_speculative_tokens = draft_len;
     Engine engine(*m.workers, ec);
     auto kinds = request_kinds();
     std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -136,6 +163,7 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
         }
         out.push_back(std::move(o));
     }
+    if (stats) *stats = engine.stats();
     return out;
 }
 

@@ -30,10 +30,31 @@ std::shared_ptr<const grammar::Vocabulary> synthetic_vocabulary();
 std::shared_ptr<const grammar::Grammar> constrained_schema_grammar();
 constexpr TokenId kThinkOpen = 318, kThinkClose = 319;
 
+// A drafter that knows the answers: request i (engine id i + 1) is proposed the next tokens of
+// outputs[i] (what a run without speculation gave), every third draft with its last token
+// changed, and past the end of outputs[i] tokens it will not take — so some draft tokens are
+// accepted, some rejected, and some runs reach max_tokens or a stop inside an accepted run.
+class ReplayDrafter : public Drafter {
+  public:
+    ReplayDrafter(std::vector<std::vector<TokenId>> outputs, int64_t vocab)
+        : outputs_(std::move(outputs)), vocab_(vocab) {}
+    void propose(const std::vector<Sequence*>& seqs) override;
+
+  private:
+    std::vector<std::vector<TokenId>> outputs_;
+    int64_t vocab_;
+    int64_t calls_ = 0;
+};
+
 // One engine (one rank on `device`, sampling `mode`, warm-up `warm`) running every kind at once,
-// kind i on the golden prompt i % (their number); the outcomes in kind order.
+// kind i on the golden prompt i % (their number); the outcomes in kind order. With `drafter`,
+// it speculates (drafts of at most `draft_len`); `stats` gets the engine's counts.
 std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode,
-                                               WarmUp warm = WarmUp::Auto);
+                                               WarmUp warm = WarmUp::Auto,
+                                               std::shared_ptr<Drafter> drafter = nullptr,
+                                               int64_t draft_len = 3, EngineStats* stats = nullptr);
+// The outcomes' tokens (a ReplayDrafter's answers).
+std::vector<std::vector<TokenId>> outcome_tokens(const std::vector<SamplingOutcome>& outcomes);
 
 // The same tokens, logprobs and finish reason, kind by kind (failures name the kind).
 void expect_same_outcomes(const std::vector<SamplingOutcome>& got,

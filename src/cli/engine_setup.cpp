@@ -37,6 +37,25 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                                "go in pieces. Sizes a fixed workspace (4 bytes x this x (latent + "
                                "rope + heads x (nope + value)) per GPU; default {})",
                                kNaiveContextTokens));
+    add_speculative_flags(app, f.speculative, f.num_speculative_tokens);
+}
+
+void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens) {
+    app.add_option("--speculative", method,
+                   "speculative decoding: none (default) or ngram (drafts from the sequence's own "
+                   "earlier tokens: prompt lookup); greedy output is unchanged token for token, "
+                   "sampling's distribution too");
+    app.add_option("--num-speculative-tokens", num_tokens,
+                   "the longest draft a step verifies (default 3; it adapts to the acceptance)");
+}
+
+SpeculativeConfig speculative_config(const std::string& method, int64_t num_tokens) {
+    SpeculativeConfig c;
+    c.method = parse_speculative_method(method);
+    if (num_tokens < 1 || num_tokens > 64)
+        bad_input("--num-speculative-tokens {} must be in [1, 64]", num_tokens);
+    c.num_speculative_tokens = num_tokens;
+    return c;
 }
 
 void check_engine_flags(const EngineFlags& f) {
@@ -49,6 +68,7 @@ void check_engine_flags(const EngineFlags& f) {
         bad_input("--max-num-batched-tokens {} must be at least 1", f.max_num_batched_tokens);
     if (f.naive_context_tokens < 1)
         bad_input("--naive-context-tokens {} must be at least 1", f.naive_context_tokens);
+    speculative_config(f.speculative, f.num_speculative_tokens);
 }
 
 namespace {
@@ -119,6 +139,7 @@ LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const Eng
     ec.eos_ids = m.defaults.eos_ids;
     ec.defaults = m.defaults.sampling;
     ec.check_invariants = s.check_invariants;
+    ec.speculative = speculative_config(f.speculative, f.num_speculative_tokens);
     m.engine = std::make_unique<Engine>(*m.workers, ec);
     return m;
 }

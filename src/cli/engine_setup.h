@@ -28,14 +28,23 @@ struct EngineFlags {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t naive_context_tokens = kNaiveContextTokens;
+    std::string speculative = "none";    // --speculative: none or ngram
+    int64_t num_speculative_tokens = 3;  // --num-speculative-tokens
 };
 
 // Registers --tp, --expert-parallel, --devices, --device, --threads, --kv-cache-dtype,
-// --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens.
+// --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens, --speculative,
+// --num-speculative-tokens.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
+
+// --speculative METHOD and --num-speculative-tokens K (bench-model has them without the rest).
+void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens);
 
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
 void check_engine_flags(const EngineFlags& flags);
+
+// --speculative and --num-speculative-tokens as the engine takes them (bad input names the flag).
+SpeculativeConfig speculative_config(const std::string& method, int64_t num_speculative_tokens);
 
 // --temperature, --top-p, --top-k, --min-p, --seed; what is not given comes from the model's
 // generation_config.json, else `fallback_temperature` (and no truncation).

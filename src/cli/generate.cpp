@@ -186,6 +186,14 @@ int run_generate(GenerateArgs& a) {
         "{} sequence(s), {} prompt tokens each, {} tokens generated in {:.3f} s "
         "({:.1f} tok/s); temperature {}, tp {}",
         a.n, prompt.size(), total, s, total / std::max(s, 1e-9), p.temperature, a.engine.tp);
+    const EngineStats st = model.engine->stats();
+    if (st.spec_drafts > 0)
+        log::info(
+            "speculative ({}): {} drafts, {} draft tokens, {} accepted ({:.1f}%); {} steps for "
+            "{} tokens",
+            a.engine.speculative, st.spec_drafts, st.spec_draft_tokens, st.spec_accepted_tokens,
+            100.0 * double(st.spec_accepted_tokens) / double(st.spec_draft_tokens), st.steps,
+            total);
     return 0;
 }
 

@@ -19,7 +19,7 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
       config_(std::move(config)),
       blocks_(workers.options().kv_blocks, workers.options().kv_block_size, config_.prefix_caching),
       scheduler_(config_.scheduler, blocks_),
-      drafter_(make_drafter(config_.speculative)) {
+      drafter_(config_.drafter ? config_.drafter : make_drafter(config_.speculative)) {
     if (drafter_ && config_.speculative.num_speculative_tokens < 1)
         bad_input("--num-speculative-tokens {} must be at least 1",
                   config_.speculative.num_speculative_tokens);

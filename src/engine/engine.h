@@ -36,6 +36,9 @@ struct EngineConfig {
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
     SamplingDefaults defaults;
     SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens
+    // A drafter of the caller's instead of speculative.method's (tests; num_speculative_tokens
+    // still bounds its drafts).
+    std::shared_ptr<Drafter> drafter;
 #ifdef NDEBUG
     bool check_invariants = false;  // block manager checks after every step (tests, debug builds)
 #else
@@ -95,7 +98,7 @@ class Engine {
     int64_t max_model_len_;
     BlockManager blocks_;
     Scheduler scheduler_;
-    std::unique_ptr<Drafter> drafter_;  // null: no speculation
+    std::shared_ptr<Drafter> drafter_;  // null: no speculation
     StepResults results_;
 
     std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_
