@@ -71,6 +71,19 @@ std::string Metrics::render(const EngineStats& e, bool ready) const {
     gauge("myriad_preemptions_total", "sequences preempted for lack of KV blocks", e.preemptions,
           "counter");
     gauge("myriad_engine_steps_total", "engine steps run", e.steps, "counter");
+    // Speculative decoding, as vLLM's spec_decode counters (0 without --speculative).
+    gauge("myriad_spec_decode_num_drafts_total", "sequence steps that verified a draft",
+          e.spec_drafts, "counter");
+    gauge("myriad_spec_decode_num_draft_tokens_total", "draft tokens verified", e.spec_draft_tokens,
+          "counter");
+    gauge("myriad_spec_decode_num_accepted_tokens_total", "draft tokens the model agreed with",
+          e.spec_accepted_tokens, "counter");
+    out += fmt::format(
+        "# HELP myriad_spec_decode_acceptance_rate accepted / drafted tokens so far (0 before "
+        "any draft)\n# TYPE myriad_spec_decode_acceptance_rate gauge\n"
+        "myriad_spec_decode_acceptance_rate {:.6f}\n",
+        e.spec_draft_tokens > 0 ? double(e.spec_accepted_tokens) / double(e.spec_draft_tokens)
+                                : 0.0);
     gauge("myriad_ready", "1 once the model is loaded and warm", ready ? 1 : 0);
     return out;
 }
