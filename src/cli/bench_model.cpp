@@ -57,6 +57,8 @@ struct BenchArgs {
     int threads = 0;
     std::string device = "auto";
     bool json = false;
+    int64_t spec_len = 0;      // --spec-len K: also time steps verifying K draft tokens a sequence
+    double accept_rate = 0.7;  // --accept-rate R: each draft token accepted with probability R
 };
 
 double seconds_since(Clock::time_point t) {
@@ -98,6 +100,31 @@ StepInput batch_step(int64_t first, int64_t batch, int64_t len, int64_t past, in
                 st.logit_rows.push_back(static_cast<int32_t>(seq.q_begin + i));
         }
         st.logit_rows.push_back(static_cast<int32_t>(seq.q_begin + len - 1));
+        st.seqs.push_back(std::move(seq));
+    }
+    return st;
+}
+
+// Speculative verification: sequences [0, pasts.size()) each adding its last token and `k` draft
+// tokens after pasts[s] (k + 1 rows, all logit rows), as the engine's step builder makes them.
+StepInput verify_step(const std::vector<int64_t>& pasts, int64_t k, int64_t block_size,
+                      int64_t blocks_per_seq, std::mt19937& rng, int64_t vocab) {
+    StepInput st;
+    for (size_t s = 0; s < pasts.size(); ++s) {
+        SeqSlice seq;
+        seq.q_begin = st.num_tokens();
+        seq.q_len = k + 1;
+        seq.draft = k;
+        seq.ctx_len = pasts[s] + k + 1;
+        const int64_t first = static_cast<int64_t>(s) * blocks_per_seq;
+        for (int64_t b = 0; b * block_size < seq.ctx_len; ++b)
+            seq.block_table.push_back(static_cast<BlockId>(first + b));
+        for (int64_t i = 0; i <= k; ++i) {
+            st.token_ids.push_back(static_cast<TokenId>(rng() % vocab));
+            st.positions.push_back(static_cast<int32_t>(pasts[s] + i));
+            st.slots.push_back(first * block_size + pasts[s] + i);
+            st.logit_rows.push_back(static_cast<int32_t>(seq.q_begin + i));
+        }
         st.seqs.push_back(std::move(seq));
     }
     return st;
@@ -283,6 +310,10 @@ int run_bench(const BenchArgs& in) {
     const std::vector<int64_t> batches = parse_batches(a.batches);
     if (a.prompt_len < 1 || a.decode_steps < 1)
         bad_input("--prompt-len and --decode-steps must be at least 1");
+    if (a.spec_len < 0 || a.spec_len > 64)
+        bad_input("--spec-len {} must be in [0, 64]", a.spec_len);
+    if (!(a.accept_rate >= 0 && a.accept_rate <= 1))
+        bad_input("--accept-rate {} must be in [0, 1]", a.accept_rate);
     if (!random && (a.layers != 0 || a.format != "bf16"))
         bad_input("--layers and --format apply to --random models only");
     if (random && !a.model.empty())
@@ -332,7 +363,8 @@ int run_bench(const BenchArgs& in) {
     wo.only_rank = a.rank;
     wo.modelled_collective_us = a.collective_us;
     const int64_t warm_steps = 3, stat_steps = 2;
-    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps;
+    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
+                            (warm_steps + a.decode_steps) * (a.spec_len + 1);
     const int64_t blocks_per_seq = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size;
     wo.kv_blocks = blocks_per_seq * max_batch;
     auto t_load = Clock::now();
@@ -349,7 +381,7 @@ int run_bench(const BenchArgs& in) {
 
     std::mt19937 rng(1);
     std::vector<float> logits(
-        static_cast<size_t>(std::max(max_batch, a.prompt_len) * c.vocab_size));
+        static_cast<size_t>(std::max(max_batch * (a.spec_len + 1), a.prompt_len) * c.vocab_size));
     // Where the backend samples (one GPU), steps choose greedy tokens there and copy back only
     // their ids, as the server does; otherwise every logit row comes back to the host.
     const bool device_tokens = workers.backend_samples();
@@ -443,6 +475,33 @@ int run_bench(const BenchArgs& in) {
             projected.push_back(std::move(row));
         }
         const double gbs = step_bytes / step_s / 1e9;
+        // Speculation: steps verifying spec_len draft tokens a sequence (its last token and the
+        // draft: spec_len + 1 rows, every one a logit row), each draft token accepted with
+        // probability accept_rate until the first rejection (forced: the tokens are random); a
+        // sequence then advances 1 + accepted positions.
+        double spec_step_s = 0, spec_tokens_per_step = 0;
+        if (a.spec_len > 0) {
+            std::vector<int64_t> pasts(static_cast<size_t>(batch), past);
+            std::mt19937 accept_rng(5);
+            std::uniform_real_distribution<double> u(0.0, 1.0);
+            int64_t advanced = 0;
+            auto verify = [&] {
+                run_step(verify_step(pasts, a.spec_len, wo.kv_block_size, blocks_per_seq, rng,
+                                     c.vocab_size));
+                for (int64_t& p : pasts) {
+                    int64_t acc = 0;
+                    while (acc < a.spec_len && u(accept_rng) < a.accept_rate) ++acc;
+                    p += 1 + acc;
+                    advanced += 1 + acc;
+                }
+            };
+            for (int64_t i = 0; i < warm_steps; ++i) verify();
+            advanced = 0;
+            auto t2 = Clock::now();
+            for (int64_t i = 0; i < a.decode_steps; ++i) verify();
+            spec_step_s = seconds_since(t2) / double(a.decode_steps);
+            spec_tokens_per_step = double(advanced) / double(a.decode_steps * batch);
+        }
         results.push_back({{"batch", batch},
                            {"prompt_len", a.prompt_len},
                            {"batch_prefill_tok_s", double(batch * a.prompt_len) / batch_prefill_s},
@@ -460,11 +519,29 @@ int run_bench(const BenchArgs& in) {
                 p[fmt::format("{:g}", project_us[i])] = projected.back()[i];
             results.back()["projected_tok_s_at_collective_us"] = p;
         }
+        if (a.spec_len > 0) {
+            const double spec_tps = double(batch) * spec_tokens_per_step / spec_step_s;
+            results.back()["spec"] = {{"spec_len", a.spec_len},
+                                      {"accept_rate", a.accept_rate},
+                                      {"verify_step_ms", spec_step_s * 1e3},
+                                      {"verify_over_decode_step", spec_step_s / step_s},
+                                      {"tokens_per_step", spec_tokens_per_step},
+                                      {"tok_s", spec_tps},
+                                      {"speedup", spec_tps / decode_tps}};
+        }
         if (!a.json)
             std::printf("%-6lld %12.1f %12.1f %10.3f %14.1f %12.1f %12.1f %10.1f %7.1f%%\n",
                         (long long)batch, double(batch * a.prompt_len) / batch_prefill_s,
                         decode_tps, step_s * 1e3, step_bytes / double(batch) / 1e6, distinct,
                         uniform_distinct(c, batch), gbs, 100.0 * gbs * 1e9 / bandwidth);
+        if (!a.json && a.spec_len > 0) {
+            const double spec_tps = double(batch) * spec_tokens_per_step / spec_step_s;
+            std::printf(
+                "       verify %lld drafts (accept %.2f): step %.3f ms (%.2fx decode), %.2f tokens "
+                "a step, %.1f tok/s (%.2fx)\n",
+                (long long)a.spec_len, a.accept_rate, spec_step_s * 1e3, spec_step_s / step_s,
+                spec_tokens_per_step, spec_tps, spec_tps / decode_tps);
+        }
     }
     // Bytes one batch-1 decode token must move at least: the weights it touches once.
     // (One rank under expert parallelism holds a token's experts with the share of its block.)
@@ -543,6 +620,12 @@ Run add_bench_model(CLI::App& app) {
     app.add_option("--prompt-len", a->prompt_len,
                    "prompt tokens per sequence (default 128; 512 with --random)");
     app.add_option("--decode-steps", a->decode_steps, "decode steps timed (default 32)");
+    app.add_option("--spec-len", a->spec_len,
+                   "also time speculative verification: steps of K draft tokens a sequence "
+                   "(K + 1 rows each; default 0: none)");
+    app.add_option("--accept-rate", a->accept_rate,
+                   "--spec-len: the forced probability that each draft token is accepted, until "
+                   "the first rejection (default 0.7)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_flag("--expert-parallel", a->expert_parallel, "whole routed experts per rank");
     app.add_option("--rank", a->rank,
