@@ -76,6 +76,16 @@ TEST(SpeculativeKinds, EverySamplingKindUnchangedByDrafts) {
     }
 }
 
+// The warm-up step of a speculating engine has k + 1 logit rows a sequence (its workspaces
+// sized for verification steps); what follows is unchanged.
+TEST(SpeculativeKinds, WarmUpWithSpeculation) {
+    const auto plain = run_request_kinds(Device::Cpu, BackendSampling::On, WarmUp::Off);
+    auto drafter = std::make_shared<ReplayDrafter>(outcome_tokens(plain), 320);
+    const auto spec = run_request_kinds(Device::Cpu, BackendSampling::On, WarmUp::On, drafter, 3);
+    ASSERT_EQ(spec.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(spec[i].tokens, plain[i].tokens) << i;
+}
+
 struct SpecRun {
     std::vector<std::vector<TokenId>> tokens;
     std::vector<std::vector<SampleResult>> logprobs;

@@ -58,6 +58,24 @@ void Engine::warm_up() {
             st.logprob_top_n = kMaxTopLogprobs;
             break;
         }
+    // Speculation makes up to k + 1 logit rows a decoding sequence: as many rows here (more of
+    // the prefills' rows), so the logits and sampling workspaces are sized for them too.
+    if (drafter_) {
+        const int64_t want = std::min(
+            config_.scheduler.max_num_seqs * (config_.speculative.num_speculative_tokens + 1),
+            st.num_tokens());
+        std::vector<bool> is_row(static_cast<size_t>(st.num_tokens()), false);
+        for (int32_t r : st.logit_rows) is_row[static_cast<size_t>(r)] = true;
+        int64_t have = static_cast<int64_t>(st.logit_rows.size());
+        for (int64_t r = 0; r < st.num_tokens() && have < want; ++r)
+            if (!is_row[static_cast<size_t>(r)]) {
+                is_row[static_cast<size_t>(r)] = true;
+                ++have;
+            }
+        st.logit_rows.clear();
+        for (int64_t r = 0; r < st.num_tokens(); ++r)
+            if (is_row[static_cast<size_t>(r)]) st.logit_rows.push_back(static_cast<int32_t>(r));
+    }
     LogprobRows logprobs;
     const int64_t tokens = st.num_tokens();
     int64_t decodes = 0, prefill_ctx = 0;
