@@ -136,5 +136,33 @@ TEST(TokenProcessor, ForcedTokensTheGrammarRefusesLiftIt) {
     EXPECT_FALSE(t.masks_next(100));
 }
 
+// Speculative drafts are tried and taken back: rollback restores the phase (the reasoning gate
+// too) and the grammar's position, so the masks are those before the draft.
+TEST(TokenProcessor, RollbackUndoesAcceptsAcrossPhases) {
+    TokenProcessor t(constrained(R"({"enum": ["ab", "a1"]})", kOpen));
+    const auto start = allowed(t, 100);
+    EXPECT_EQ(t.accept(kOpen, 0), TokenProcessor::Verdict::Continue);  // reasoning opens
+    EXPECT_FALSE(t.masks_next(100));
+    EXPECT_EQ(t.accept(id('z'), 1), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(kClose, 2), TokenProcessor::Verdict::Continue);  // the grammar starts
+    EXPECT_EQ(t.accept(id('"'), 3), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(id('a'), 4), TokenProcessor::Verdict::Continue);
+    const auto after_a = allowed(t, 100);
+    EXPECT_EQ(after_a, (std::vector<TokenId>{id('1'), id('b')}));
+    EXPECT_EQ(t.accept(id('b'), 5), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(id('"'), 6), TokenProcessor::Verdict::Complete);
+    t.rollback(2);
+    EXPECT_EQ(allowed(t, 100), after_a);
+    t.rollback(3);  // back into reasoning: free again
+    EXPECT_FALSE(t.masks_next(100));
+    t.rollback(2);  // before the open token
+    EXPECT_EQ(allowed(t, 100), start);
+    // And forward again along another path.
+    EXPECT_EQ(t.accept(id('"'), 0), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(id('a'), 1), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(id('1'), 2), TokenProcessor::Verdict::Continue);
+    EXPECT_EQ(t.accept(id('"'), 3), TokenProcessor::Verdict::Complete);
+}
+
 }  // namespace
 }  // namespace myriad
