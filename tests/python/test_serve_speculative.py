@@ -5,9 +5,11 @@ string and with logprobs) is the same, the streamed deltas add up to the non-str
 /metrics counts drafted and accepted tokens.
 Run: build/venv/bin/python tests/python/test_serve_speculative.py   (MYRIAD_BINARY = the executable)
 """
+import json
 import os
 import sys
 
+import jsonschema
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -108,6 +110,27 @@ def test_logprobs_as_without(servers):
         assert abs(x - y) < 1e-4
     for x, y in zip(a.top_logprobs, b.top_logprobs):
         assert x.keys() == y.keys()
+
+
+def test_structured_output_as_without(servers):
+    """Drafts are checked against the grammar's mask at every verified position."""
+    plain, spec = servers
+    schema = {"type": "object", "properties": {"name": {"type": "string"},
+                                               "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+              "required": ["name", "tags"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    args = dict(model=MODEL, messages=MESSAGES[0], max_tokens=80, temperature=0,
+                response_format=fmt)
+    want = plain.openai.chat.completions.create(**args).choices[0]
+    got = spec.openai.chat.completions.create(**args).choices[0]
+    assert (got.message.content, got.finish_reason) == (want.message.content, want.finish_reason)
+    text = ""
+    for chunk in spec.openai.chat.completions.create(stream=True, **args):
+        for c in chunk.choices:
+            text += c.delta.content or ""
+    assert text == want.message.content
+    if want.finish_reason == "stop":
+        jsonschema.validate(json.loads(want.message.content), schema)
 
 
 def test_metrics_count_drafts(servers):
