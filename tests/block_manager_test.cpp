@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/block_manager.h"
 
 namespace myriad {
@@ -73,6 +75,39 @@ TEST(BlockManager, FreedCachedBlocksAreReusedThenEvictedLeastRecentlyUsed) {
     bm.release(b);
     EXPECT_TRUE(bm.take_cached_prefix(t1).empty());
     EXPECT_EQ(bm.take_cached_prefix(t2).size(), 2u);
+    bm.check_invariants();
+}
+
+// A rejected draft's blocks go back (shrink), ahead of free blocks that still hold a cached
+// prefix, which stay findable.
+TEST(BlockManager, ShrinkGivesBackARejectedDraftsBlocksFirst) {
+    BlockManager bm(6, 4);
+    const std::vector<TokenId> cached = iota_tokens(9);
+    std::vector<BlockId> old;
+    ASSERT_TRUE(bm.grow(old, 9));
+    std::vector<uint64_t> hashes;
+    bm.register_full_blocks(old, cached, 8, hashes);  // two full blocks cached
+    bm.release(old);
+    std::vector<BlockId> seq;
+    ASSERT_TRUE(bm.grow(seq, 6));   // 2 blocks: the never-used ones first
+    ASSERT_TRUE(bm.grow(seq, 14));  // the draft's: 4 blocks
+    EXPECT_EQ(seq.size(), 4u);
+    const std::vector<BlockId> draft_blocks(seq.begin() + 2, seq.end());
+    bm.shrink(seq, 7);  // 7 accepted tokens: 2 blocks
+    EXPECT_EQ(seq.size(), 2u);
+    bm.check_invariants();
+    // The next blocks handed out are those the draft gave back, not the cached ones.
+    std::vector<BlockId> next;
+    ASSERT_TRUE(bm.grow(next, 8));
+    std::sort(next.begin(), next.end());
+    std::vector<BlockId> want = draft_blocks;
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(next, want);
+    bm.release(next);
+    bm.shrink(seq, 8);  // nothing past the blocks it needs
+    EXPECT_EQ(seq.size(), 2u);
+    bm.release(seq);
+    EXPECT_EQ(bm.take_cached_prefix(cached).size(), 2u);
     bm.check_invariants();
 }
 
