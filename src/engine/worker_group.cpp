@@ -1,6 +1,7 @@
 #include "engine/worker_group.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/device_choice.h"
 #include "model/layout_check.h"
@@ -72,9 +73,19 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(options_.tp > 1 ? 1 : options_.threads);
+    const auto load_start = std::chrono::steady_clock::now();
     for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return ready_ == options_.tp; });
+    if (!error_) {  // the load rate, to set beside the disk's (bench/README.md)
+        const double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+        log::info(
+            "weights: {:.2f} GB held over {} rank(s), loaded in {:.1f} s ({:.2f} GB/s "
+            "of weights held; the KV cache allocated too)",
+            static_cast<double>(all_weight_bytes_) / 1e9, options_.tp, secs,
+            static_cast<double>(all_weight_bytes_) / 1e9 / std::max(secs, 1e-9));
+    }
     if (error_) {
         stop_ = true;
         ++generation_;
@@ -151,6 +162,7 @@ void WorkerGroup::run_worker(int rank) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (rank == 0 && model) weight_bytes_ = model->weight_bytes();
+        if (model) all_weight_bytes_ += model->weight_bytes();
         ++ready_;
         seen = generation_;
     }

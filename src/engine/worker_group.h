@@ -76,6 +76,7 @@ class WorkerGroup {
     const Checkpoint& checkpoint_;
     WorkerGroupOptions options_;
     size_t weight_bytes_ = 0;
+    size_t all_weight_bytes_ = 0;  // every rank's, for the load rate
     DType kv_dtype_ = DType::F32;
     std::vector<float> kv_scales_;
     Layout layout_;

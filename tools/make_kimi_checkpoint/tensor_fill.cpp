@@ -81,13 +81,19 @@ void fill_bytes(const Fill& fill, uint64_t key, uint64_t offset, uint8_t* out, s
             return;
         }
         case FillKind::Nvfp4Codes: {
-            // 8 bytes per random word; a chunk may start inside a word.
-            for (size_t i = 0; i < n;) {
-                const uint64_t at = offset + i;
-                const uint64_t r = splitmix64(key + at / 8);
-                for (uint64_t b = at % 8; b < 8 && i < n; ++b, ++i)
-                    out[i] = static_cast<uint8_t>(r >> (8 * b));
+            // Byte j is byte j % 8 (little-endian) of word j / 8; a chunk may start or end inside
+            // a word, whole words in between are copied at once.
+            size_t i = 0;
+            for (; i < n && (offset + i) % 8 != 0; ++i)
+                out[i] = static_cast<uint8_t>(splitmix64(key + (offset + i) / 8) >>
+                                              (8 * ((offset + i) % 8)));
+            for (; i + 8 <= n; i += 8) {
+                const uint64_t r = splitmix64(key + (offset + i) / 8);
+                for (int b = 0; b < 8; ++b) out[i + b] = static_cast<uint8_t>(r >> (8 * b));
             }
+            for (; i < n; ++i)
+                out[i] = static_cast<uint8_t>(splitmix64(key + (offset + i) / 8) >>
+                                              (8 * ((offset + i) % 8)));
             return;
         }
         case FillKind::Fp8Scales: {
