@@ -45,6 +45,7 @@ struct Args {
     int threads = 0;
     bool drop_cache = false;
     bool force = false;
+    bool dry_run = false;
     std::string config_dir = MYRIAD_SOURCE_DIR "/tests/data/configs/kimi-k2.5-nvfp4";
     std::string chat_template = MYRIAD_SOURCE_DIR "/tests/data/chat_templates/kimi-k2.5.jinja";
     std::string base_ranks = MYRIAD_TOKENIZER_DIR "/o200k_base/tiktoken.model";
@@ -153,6 +154,8 @@ int run(int argc, char** argv) {
                  "fdatasync each shard and drop it from the page cache, so that a later load "
                  "reads the disk");
     app.add_flag("--force", a.force, "replace a checkpoint already in --out");
+    app.add_flag("--dry-run", a.dry_run,
+                 "print the tensors' and shards' sizes without writing anything");
     app.add_option("--config-dir", a.config_dir,
                    "config.json + hf_quant_config.json to start from (default: the "
                    "repository's tests/data/configs/kimi-k2.5-nvfp4)");
@@ -209,16 +212,28 @@ int run(int argc, char** argv) {
 
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<PlannedTensor> tensors = kimi_tensors(s);
+    // Shards; inside each, tensors as the safetensors library orders them (larger dtypes first,
+    // then by name), which keeps every tensor aligned to its dtype.
+    const auto shards = cut_shards(tensors, max_shard);
+    const size_t n = shards.size();
+    if (a.dry_run) {
+        uint64_t all = 0, vision = 0;
+        for (const PlannedTensor& t : tensors) {
+            all += t.bytes();
+            if (!t.name.starts_with("language_model.")) vision += t.bytes();
+        }
+        std::printf(
+            "make_kimi_checkpoint: would write %zu tensors, %.3f GB (%.3f GB of them vision "
+            "tower and projector) in %zu shards, %lld layers\n",
+            tensors.size(), all / 1e9, vision / 1e9, n, static_cast<long long>(s.layers));
+        return 0;
+    }
     prepare_out(a);
     write_configs(a.config_dir, s, experts_per_tok, a.out);
     write_generation_config(a.out);
     write_chat_template(a.chat_template, a.out);
     write_tokenizer(a.base_ranks, a.out);
 
-    // Shards; inside each, tensors as the safetensors library orders them (larger dtypes first,
-    // then by name), which keeps every tensor aligned to its dtype.
-    const auto shards = cut_shards(tensors, max_shard);
-    const size_t n = shards.size();
     std::vector<std::unique_ptr<SafetensorsStreamWriter>> files;
     std::vector<std::vector<size_t>> order(n);  // tensor index of each slot
     nlohmann::json weight_map = nlohmann::json::object();
