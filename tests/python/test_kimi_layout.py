@@ -482,6 +482,27 @@ def test_sampled_reasoning_streamed_equals_whole(server):
     assert reasoning or content
 
 
+@pytest.mark.skipif(bool(GIVEN), reason="the CPU's TP 2 on the CI copy; the GPU runs TP 8")
+def test_tp2_on_the_cpu_loads_the_layout_sharded(ckpt):
+    """The same checkpoint at TP 2 on the CPU: each rank reads its shard of the NVFP4 experts
+    (groups of 16 kept whole) and the language_model.-prefixed tensors; a forced call still
+    validates and streaming agrees."""
+    s = Server(CKPT, "--served-model-name", NAME, "--tp", "2")
+    try:
+        r = chat(s, tools=TOOLS, tool_choice="required", max_tokens=200, temperature=0,
+                 extra_body=NO_THINKING)
+        c = r.choices[0]
+        assert c.finish_reason == "tool_calls" and c.message.tool_calls, c
+        by_name = {t["function"]["name"]: t for t in TOOLS}
+        for call in c.message.tool_calls:
+            check_args(by_name[call.function.name], call.function.arguments)
+        kw = dict(temperature=0, max_tokens=8, extra_body=NO_THINKING)
+        whole = chat(s, **kw).choices[0].message.content or ""
+        assert collect_stream(chat(s, stream=True, **kw))[0] == whole
+    finally:
+        s.stop()
+
+
 def test_plan(ckpt):
     r = subprocess.run([BINARY, "plan", CKPT, *PLAN_FLAGS], capture_output=True, text=True,
                        timeout=300)
