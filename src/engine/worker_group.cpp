@@ -77,15 +77,8 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return ready_ == options_.tp; });
-    if (!error_) {  // the load rate, to set beside the disk's (bench/README.md)
-        const double secs =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-        log::info(
-            "weights: {:.2f} GB held over {} rank(s), loaded in {:.1f} s ({:.2f} GB/s "
-            "of weights held; the KV cache allocated too)",
-            static_cast<double>(all_weight_bytes_) / 1e9, options_.tp, secs,
-            static_cast<double>(all_weight_bytes_) / 1e9 / std::max(secs, 1e-9));
-    }
+    load_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     if (error_) {
         stop_ = true;
         ++generation_;
