@@ -74,7 +74,7 @@ for layers in $layers_list; do
         log=$OUT/py_kimi_${layers}l_tp${tp}.log
         MYRIAD_BINARY=$root/build-gpu/myriad MYRIAD_KIMI_CHECKPOINT=$dir MYRIAD_KIMI_SERVE_FLAGS="$flags" \
             MYRIAD_KIMI_PLAN_FLAGS="" MYRIAD_KIMI_REPORT=$report \
-            timeout 300 .gpu-venv/bin/python -m pytest -q -p no:cacheprovider \
+            timeout 360 .gpu-venv/bin/python -m pytest -q -p no:cacheprovider \
             tests/python/test_kimi_layout.py >"$log" 2>&1
         prc=$?
         say "test_kimi_layout ${layers} layers, serve ${flags:-(TP 1)}: exit $prc, $(grep -E "passed|failed|error" "$log" | tail -1) [$(( $(date +%s) - start )) s so far]"
