@@ -145,6 +145,21 @@ TEST(KvCacheDtype, ParsesTheFlagAndFollowsTheCheckpoint) {
     EXPECT_TRUE(note.empty());
 }
 
+TEST(KvCacheDtype, ScaleNames) {
+    const auto k = parse_kv_scale_name("model.layers.12.self_attn.k_proj.k_scale");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->layer, 12);
+    EXPECT_FALSE(k->v);
+    const auto v = parse_kv_scale_name("model.layers.0.self_attn.v_proj.v_scale");
+    ASSERT_TRUE(v);
+    EXPECT_TRUE(v->v);
+    EXPECT_TRUE(parse_kv_scale_name("model.layers.3.self_attn.k_scale"));
+    for (const char* no : {"model.layers.x.self_attn.k_scale", "model.layers.3.mlp.k_scale",
+                           "model.layers.3.self_attn.k_proj.weight", "lm_head.weight",
+                           "model.layers..self_attn.k_scale"})
+        EXPECT_FALSE(parse_kv_scale_name(no)) << no;
+}
+
 TEST(KvCacheDtype, ScaleOfTheWrongDtypeIsBadInput) {
     TempDir dir;
     write_random_model(dir.path(), small_config(), 2);

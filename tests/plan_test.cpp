@@ -143,6 +143,39 @@ TEST(PlanWeights, KimiK25Nvfp4ByHand) {
     EXPECT_EQ(kinds.at("nvfp4"), experts);
 }
 
+// The headers of an export with ModelOpt's KV-scale names (self_attn.k_proj.k_scale and
+// v_proj.v_scale, as nvidia/Kimi-K2.5-NVFP4 writes them): the K scale is the layer's predicted
+// k_scale, the V scale a known F32 scalar; nothing is missing or unexpected.
+TEST(PlanWeights, ModelOptKvScaleSpellings) {
+    const ModelConfig c = load_model_config(config_dir("kimi-k2.5-nvfp4"));
+    const WeightInventory predicted = weights_from_config(c);
+    std::vector<TensorInfo> headers;
+    for (const WeightEntry& e : predicted.entries) {
+        std::string name = "language_model." + e.name;
+        if (name.ends_with(".self_attn.k_scale"))
+            name.replace(name.size() - 7, 7, "k_proj.k_scale");
+        TensorInfo t;
+        t.name = name;
+        t.end = static_cast<uint64_t>(e.bytes);
+        headers.push_back(t);
+        if (name.ends_with("k_proj.k_scale")) {
+            t.name = name.substr(0, name.size() - 14) + "v_proj.v_scale";
+            t.end = 4;
+            headers.push_back(t);
+        }
+    }
+    const WeightInventory h = weights_from_headers(c, headers);
+    EXPECT_TRUE(h.missing.empty()) << h.missing.front();
+    EXPECT_TRUE(h.unexpected.empty()) << h.unexpected.front();
+    EXPECT_EQ(h.total_bytes(), predicted.total_bytes() + 4 * c.num_hidden_layers);
+    // A stray name that only looks like one is still unexpected.
+    TensorInfo stray;
+    stray.name = "language_model.model.layers.0.self_attn.q_proj.k_scale";
+    stray.end = 4;
+    headers.push_back(stray);
+    EXPECT_EQ(weights_from_headers(c, headers).unexpected.size(), 1u);
+}
+
 TEST(PlanKv, BytesPerTokenAndReserves) {
     const ModelConfig c = load_model_config(config_dir("kimi-k2.5-nvfp4"));
     // reference.md §1.6: 576 values per token per layer, x61 layers = 70,272 bytes in BF16.

@@ -102,7 +102,7 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
 ninja -C build-gpu -j"$(nproc)" myriad_gpu_tests >>"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "gpu_run: GPU tests built after $(( $(date +%s) - start )) s"
 fi
-ninja -C build-gpu -j"$(nproc)" myriad >>"$OUT/build.log" 2>&1 && have_myriad=1 || {
+ninja -C build-gpu -j"$(nproc)" myriad make_kimi_checkpoint tokenizer_fixtures >>"$OUT/build.log" 2>&1 && have_myriad=1 || {
     have_myriad=0; echo "gpu_run: myriad (with the server) did not build; see build.log"; }
 
 rc=0

@@ -3,6 +3,7 @@
 // 503, running ones finish (or are cancelled after --drain-timeout), and the process exits 0.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -174,6 +175,12 @@ int run_serve(ServeArgs& a) {
         stop_listener();
         throw;
     }
+    const double gb = static_cast<double>(model.workers->weight_bytes_all_ranks()) / 1e9;
+    const double secs = model.workers->load_seconds();
+    log::info(
+        "weights: {:.2f} GB held over {} rank(s), loaded in {:.1f} s ({:.2f} GB/s; the KV "
+        "cache allocated too)",
+        gb, model.workers->options().tp, secs, gb / std::max(secs, 1e-9));
     log::info(
         "serving '{}' ({}) on http://{}:{}/v1 — max model len {}, {} KV blocks, tool parser "
         "'{}', reasoning parser '{}'{}",

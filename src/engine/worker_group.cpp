@@ -1,6 +1,7 @@
 #include "engine/worker_group.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/device_choice.h"
 #include "model/layout_check.h"
@@ -88,12 +89,15 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(workers > 1 ? 1 : options_.threads);
+    const auto load_start = std::chrono::steady_clock::now();
     if (alone)
         threads_.emplace_back([this] { run_worker(options_.only_rank); });
     else
         for (int r = 0; r < options_.tp; ++r) threads_.emplace_back([this, r] { run_worker(r); });
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return ready_ == workers; });
+    load_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     if (error_) {
         stop_ = true;
         ++generation_;
@@ -191,6 +195,7 @@ void WorkerGroup::run_worker(int rank) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (rank == lead && model) weight_bytes_ = model->weight_bytes();
+        if (model) all_weight_bytes_ += model->weight_bytes();
         ++ready_;
         seen = generation_;
     }

@@ -66,6 +66,10 @@ class WorkerGroup {
     // Who holds what (rank 0's view; Layout::of_rank for the others).
     const Layout& layout() const { return layout_; }
     size_t weight_bytes_per_rank() const { return weight_bytes_; }
+    // Every rank's weights, and the seconds from starting the ranks to all of them holding their
+    // weights and KV cache: the load rate serve prints.
+    size_t weight_bytes_all_ranks() const { return all_weight_bytes_; }
+    double load_seconds() const { return load_seconds_; }
     // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
     DType kv_cache_dtype() const { return kv_dtype_; }
     // Whether step() takes a StepSampling: one rank whose backend samples (BackendSampling).
@@ -87,6 +91,8 @@ class WorkerGroup {
     const Checkpoint& checkpoint_;
     WorkerGroupOptions options_;
     size_t weight_bytes_ = 0;
+    size_t all_weight_bytes_ = 0;  // every rank's, for the load rate
+    double load_seconds_ = 0;
     DType kv_dtype_ = DType::F32;
     std::vector<float> kv_scales_;
     Layout layout_;

@@ -12,14 +12,14 @@
 
 namespace myriad {
 
-namespace {
-
-std::string build_header(const std::vector<TensorToWrite>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header_text(const std::vector<TensorSpec>& tensors,
+                                    const std::map<std::string, std::string>& metadata,
+                                    std::vector<uint64_t>* sizes) {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::set<std::string_view> seen;
     uint64_t offset = 0;
+    if (sizes) sizes->clear();
     for (const auto& t : tensors) {
         MYRIAD_CHECK(t.name != "__metadata__" && !t.name.empty(),
                      "write_safetensors: invalid tensor name \"{}\"", t.name);
@@ -34,18 +34,33 @@ std::string build_header(const std::vector<TensorToWrite>& tensors,
         uint64_t nbytes = 0;
         MYRIAD_CHECK(!__builtin_mul_overflow(numel, dtype_size(t.dtype), &nbytes),
                      "write_safetensors: tensor {} is too large", t.name);
-        MYRIAD_CHECK(nbytes == t.bytes.size(),
-                     "write_safetensors: tensor {} has {} bytes, but dtype {} and its shape "
-                     "need {}",
-                     t.name, t.bytes.size(), dtype_name(t.dtype), nbytes);
         header[t.name] = {{"dtype", dtype_name(t.dtype)},
                           {"shape", t.shape},
                           {"data_offsets", {offset, offset + nbytes}}};
         offset += nbytes;
+        if (sizes) sizes->push_back(nbytes);
     }
     std::string text = header.dump();
     // Pad with spaces so that the byte buffer starts 8-byte aligned (8 + header length).
     text.append((8 - text.size() % 8) % 8, ' ');
+    return text;
+}
+
+namespace {
+
+std::string build_header(const std::vector<TensorToWrite>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+    std::vector<TensorSpec> specs;
+    specs.reserve(tensors.size());
+    for (const auto& t : tensors) specs.push_back({t.name, t.dtype, t.shape});
+    std::vector<uint64_t> sizes;
+    std::string text = safetensors_header_text(specs, metadata, &sizes);
+    for (size_t i = 0; i < tensors.size(); ++i)
+        MYRIAD_CHECK(sizes[i] == tensors[i].bytes.size(),
+                     "write_safetensors: tensor {} has {} bytes, but dtype {} and its shape "
+                     "need {}",
+                     tensors[i].name, tensors[i].bytes.size(), dtype_name(tensors[i].dtype),
+                     sizes[i]);
     return text;
 }
 

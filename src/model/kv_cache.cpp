@@ -52,14 +52,44 @@ DType resolve_kv_cache_dtype(KvCacheDtype choice, const ModelConfig& c, std::str
     return DType::F8_E4M3;
 }
 
+const std::vector<std::string_view>& kv_k_scale_suffixes() {
+    static const std::vector<std::string_view> s = {"k_scale", "kv_scale", "attn.k_scale",
+                                                    "k_proj.k_scale", "kv_a_proj_with_mqa.k_scale"};
+    return s;
+}
+
+const std::vector<std::string_view>& kv_v_scale_suffixes() {
+    static const std::vector<std::string_view> s = {"v_scale", "attn.v_scale", "v_proj.v_scale"};
+    return s;
+}
+
+std::optional<KvScaleName> parse_kv_scale_name(std::string_view name) {
+    constexpr std::string_view layers = "model.layers.";
+    if (!name.starts_with(layers)) return std::nullopt;
+    name.remove_prefix(layers.size());
+    int64_t layer = 0;
+    size_t digits = 0;
+    while (digits < name.size() && digits < 9 && name[digits] >= '0' && name[digits] <= '9')
+        layer = layer * 10 + (name[digits++] - '0');
+    if (digits == 0) return std::nullopt;
+    name.remove_prefix(digits);
+    constexpr std::string_view attn = ".self_attn.";
+    if (!name.starts_with(attn)) return std::nullopt;
+    name.remove_prefix(attn.size());
+    for (std::string_view s : kv_k_scale_suffixes())
+        if (name == s) return KvScaleName{layer, false};
+    for (std::string_view s : kv_v_scale_suffixes())
+        if (name == s) return KvScaleName{layer, true};
+    return std::nullopt;
+}
+
 std::vector<float> read_kv_scales(const ModelConfig& c, const Checkpoint& ckpt) {
     const std::string prefix = text_model_prefix(c, ckpt);
     std::vector<float> scales(static_cast<size_t>(c.num_hidden_layers), 1.0f);
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const std::string a = fmt::format("{}model.layers.{}.self_attn.", prefix, l);
-        for (const char* suffix : {"k_scale", "kv_scale", "attn.k_scale", "k_proj.k_scale",
-                                   "kv_a_proj_with_mqa.k_scale"}) {
-            const std::string name = a + suffix;
+        for (std::string_view suffix : kv_k_scale_suffixes()) {
+            const std::string name = a + std::string(suffix);
             if (!ckpt.has(name)) continue;
             TensorView v = ckpt.get(name);
             if (v.dtype() != DType::F32 || v.info->numel() != 1 || v.shape().size() > 1)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,9 +30,24 @@ std::string_view kv_cache_dtype_name(KvCacheDtype d);
 // the choice came from the checkpoint, else stays empty.
 DType resolve_kv_cache_dtype(KvCacheDtype choice, const ModelConfig& config, std::string* note);
 
-// Per-layer FP8 dequant scales of the latent cache from the checkpoint: an F32 scalar
-// `…self_attn.k_scale` (also spelled kv_scale, attn.k_scale, k_proj.k_scale or
-// kv_a_proj_with_mqa.k_scale; MLA's naming is unsettled, reference.md §2.2), 1.0 where absent.
+// The spellings of a layer's FP8 KV-cache scales after `model.layers.L.self_attn.`, in the order
+// read_kv_scales tries them. K (the latent's scale): k_scale, kv_scale, attn.k_scale,
+// k_proj.k_scale (what NVIDIA ModelOpt's export writes: its k_bmm_quantizer amax / 448) or
+// kv_a_proj_with_mqa.k_scale; MLA's naming is unsettled (reference.md §2.2). V: v_scale,
+// attn.v_scale, v_proj.v_scale (ModelOpt's); MLA caches no separate V, so these are not read.
+const std::vector<std::string_view>& kv_k_scale_suffixes();
+const std::vector<std::string_view>& kv_v_scale_suffixes();
+
+// A tensor name (without the multimodal "language_model." prefix) that is one of those: its layer
+// and whether it is a V scale.
+struct KvScaleName {
+    int64_t layer = 0;
+    bool v = false;
+};
+std::optional<KvScaleName> parse_kv_scale_name(std::string_view name);
+
+// Per-layer FP8 dequant scales of the latent cache from the checkpoint: an F32 scalar under one
+// of kv_k_scale_suffixes(), 1.0 where absent.
 // A scale of the wrong dtype, shape or value is bad input naming the file and tensor.
 std::vector<float> read_kv_scales(const ModelConfig& config, const Checkpoint& checkpoint);
 

@@ -7,6 +7,7 @@
 
 #include "format/gguf_quants.h"
 #include "model/gguf_weights.h"
+#include "model/kv_cache.h"
 #include "model/linear_format.h"
 #include "util/error.h"
 
@@ -102,6 +103,21 @@ WeightInventory weights_from_headers(const ModelConfig& c, const std::vector<Ten
             continue;
         }
         auto it = expected.find(name);
+        if (it == expected.end()) {
+            // An FP8 KV-cache scale in another spelling (ModelOpt's self_attn.k_proj.k_scale)
+            // is the layer's predicted k_scale; a V scale (ModelOpt writes one; MLA reads none)
+            // is a known F32 scalar, not a surprise.
+            if (const auto kv = parse_kv_scale_name(name)) {
+                const std::string k = fmt::format("model.layers.{}.self_attn.k_scale", kv->layer);
+                if (!kv->v && expected.contains(k) && !seen.contains(k)) {
+                    it = expected.find(k);
+                } else {
+                    inv.entries.push_back(
+                        {std::string(name), bytes, ShardKind::Replicated, false, "F32"});
+                    continue;
+                }
+            }
+        }
         if (it == expected.end()) {
             inv.unexpected.emplace_back(name);
             inv.entries.push_back({std::string(name), bytes, ShardKind::Replicated,
