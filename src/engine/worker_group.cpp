@@ -38,18 +38,22 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     } else {
         group_ = std::make_shared<CpuCommGroup>(options_.tp);
     }
-    if (options_.tp > 1)
+    if (options_.tp > 1 && !options_.planned_kv_dtype)
         log::info("layout: {} ({} routed experts {})", layout_.label(), config_.n_routed_experts,
                   layout_.expert_parallel() ? "placed whole, a block per rank"
                                             : "each split over the ranks");
     // Decided before any weight is read: an unusable KV setting never fails after loading.
     std::string note;
-    kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
-    if (options_.device == Device::Cuda && options_.kv_cache_dtype == KvCacheDtype::Auto &&
-        kv_dtype_ == DType::F32)
-        kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
+    if (options_.planned_kv_dtype) {
+        kv_dtype_ = *options_.planned_kv_dtype;
+    } else {
+        kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
+        if (options_.device == Device::Cuda && options_.kv_cache_dtype == KvCacheDtype::Auto &&
+            kv_dtype_ == DType::F32)
+            kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
+    }
     if (!note.empty()) log::info("{}", note);
-    if (options_.device == Device::Cuda) {  // the kernels, or why a GPU cannot run the model
+    if (options_.device == Device::Cuda && !options_.planned_kv_dtype) {  // the kernels, or why a GPU cannot run the model
         std::vector<int> seen;
         for (int d : options_.devices) {
             if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;

@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct WorkerGroupOptions {
     Device device = Device::Cpu;  // --device: Cuda runs each rank on its GPU of `devices`
     BackendSampling sampling = BackendSampling::Auto;
     ModelOptions model;
+    // Set when a run plan (plan/run_plan.h) decided the run: the latent cache's dtype; the plan
+    // has checked the GPUs' kernels and the layout and printed them, so the workers do not.
+    std::optional<DType> planned_kv_dtype;
 };
 
 class WorkerGroup {
@@ -62,6 +66,8 @@ class WorkerGroup {
     DType kv_cache_dtype() const { return kv_dtype_; }
     // Whether step() takes a StepSampling: one rank whose backend samples (BackendSampling).
     bool backend_samples() const { return backend_samples_; }
+    // The ranks' communicator group (null for one GPU rank): what it measured at start.
+    const CommGroup* comm_group() const { return group_.get(); }
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
     // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
     // not marked host, and only the host rows' logits are written. The results of the step's

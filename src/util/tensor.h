@@ -43,7 +43,9 @@ struct Tensor {
     std::string shape_str() const;
 };
 
-// Owned, aligned host memory; the backing store of CPU tensors.
+// Owned, aligned, zeroed host memory; the backing store of CPU tensors. Large buffers are fresh
+// anonymous mappings, whose pages the kernel zeroes as they are first touched: a KV cache of
+// --kv-cache-memory takes memory as it fills, not at start.
 class Buffer {
   public:
     Buffer() = default;
@@ -53,6 +55,7 @@ class Buffer {
 
   private:
     struct Free {
+        size_t mapped;  // bytes of an anonymous mapping (0, value-initialised: aligned_alloc)
         void operator()(void* p) const;
     };
     std::unique_ptr<void, Free> data_;

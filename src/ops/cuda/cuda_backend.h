@@ -21,5 +21,7 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices);
 std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGroup>& group,
                                                     int rank, Ops& ops);
 double copy_bandwidth(int index);
+// Bytes in use on GPU `index` (total - free, every process's); false if there is none.
+bool memory_in_use(int index, uint64_t* used);
 
 }  // namespace myriad::cuda
