@@ -255,10 +255,12 @@ TEST(RunPlan, TpThatCutsTheModelNamesTheSizesThatWork) {
             }
             const std::string why = refusal(f, m.h, no_gpus());
             EXPECT_NE(why.find("--tp"), std::string::npos) << why;
-            for (int good : ok)
-                if (good > 1)
+            for (int good : ok) {
+                if (good > 1) {
                     EXPECT_NE(why.find(std::to_string(good)), std::string::npos)
                         << name << ": " << why;
+                }
+            }
         }
     }
 }

@@ -125,8 +125,9 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     ec.eos_ids = m.source.defaults.eos_ids;
     ec.defaults = m.source.defaults.sampling;
     ec.check_invariants = lo.check_invariants;
-    ec.warm_up = lo.warm_up ? WarmUp::On : WarmUp::Auto;
-    if (lo.warm_up) tell("warming up");
+    // The engine's warm-up step, once, where a backend sizes workspaces in it (the GPU's).
+    ec.warm_up = WarmUp::Auto;
+    if (p.device == Device::Cuda) tell("warming up");
     m.engine = std::make_unique<Engine>(*m.workers, ec);
     return m;
 }

@@ -75,7 +75,6 @@ struct LoadedEngine {
 
 struct LoadOptions {
     bool check_invariants = false;
-    bool warm_up = false;  // the warm-up step always (serve); else the engine decides (GPU only)
     // Told what is loading, for /health and sd_notify (optional).
     std::function<void(const std::string&)> phase;
 };

@@ -151,12 +151,11 @@ int run_serve(ServeArgs& a) {
         tokenizer = Tokenizer::load(dir);
         renderer = std::make_unique<api::PromptRenderer>(dir, config.model_type, o.chat_template);
         const int64_t before = gpu_memory_in_use(run);
-        // The engine's warm-up step, once: a step as large as a step can be (a full
-        // --max-num-batched-tokens chunk and max_num_seqs sequences), so the backend's
-        // workspaces reach their size now, not under the first burst of load, and memory use
-        // is settled before the server reports ready.
+        // The engine's warm-up step runs once, inside load_engine, on GPUs: a step as large as
+        // a step can be (a full --max-num-batched-tokens chunk and max_num_seqs sequences), so
+        // the backend's workspaces reach their size now, not under the first burst of load,
+        // and memory use is settled before it is measured and the server reports ready.
         LoadOptions lo;
-        lo.warm_up = true;
         lo.phase = [&](const std::string& p) { phase(p); };
         model = load_engine(std::move(source), run, lo);
         if (!model.plan.all_reduce.measured.empty())
