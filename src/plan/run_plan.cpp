@@ -25,6 +25,14 @@ std::string gib(int64_t bytes) {
     return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0);
 }
 
+// 150.2 GB, 12.5 MB or 830 kB: what a tiny model's figures need too.
+std::string human(int64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (b >= 1e9) return fmt::format("{:.1f} GB", b / 1e9);
+    if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+    return fmt::format("{:.0f} kB", b / 1e3);
+}
+
 std::string kv_name(DType d) {
     return d == DType::F8_E4M3 ? "fp8" : d == DType::F32 ? "fp32" : "bf16";
 }
@@ -428,21 +436,21 @@ std::string run_plan_text(const RunPlan& p) {
     row("max model len", fmt::format("{} ({})", p.max_model_len, p.max_model_len_reason));
     row("max num seqs", std::to_string(p.max_num_seqs));
     row("max batched tokens", std::to_string(p.max_num_batched_tokens));
-    row("weights / rank", gb(p.weight_bytes));
+    row("weights / rank", human(p.weight_bytes));
     row("reserves / rank",
-        fmt::format("{} (activations {}, workspace {}, CUDA graphs {})", gb(p.reserve_bytes()),
-                    gb(p.activation_bytes), gb(p.workspace_bytes), gb(p.cuda_graph_bytes)));
+        fmt::format("{} (activations {}, workspace {}, CUDA graphs {})", human(p.reserve_bytes()),
+                    human(p.activation_bytes), human(p.workspace_bytes), human(p.cuda_graph_bytes)));
     row("budget / rank", p.device == Device::Cuda
-                             ? fmt::format("{} ({:.0f}% of {}{})", gb(p.budget_bytes),
-                                           100 * p.gpu_memory_utilization, gb(p.gpu_bytes),
+                             ? fmt::format("{} ({:.0f}% of {}{})", human(p.budget_bytes),
+                                           100 * p.gpu_memory_utilization, human(p.gpu_bytes),
                                            p.ranks_per_gpu > 1
                                                ? fmt::format(" / {} ranks", p.ranks_per_gpu)
                                                : std::string())
                              : fmt::format("{} of KV cache (--kv-cache-memory {})",
-                                           gb(p.budget_bytes), gib(p.kv_cache_memory)));
+                                           human(p.budget_bytes), gib(p.kv_cache_memory)));
     row("kv cache / rank",
         fmt::format("{} blocks of {} tokens = {} tokens, {} ({} bytes a token; {})", p.kv_blocks,
-                    p.kv_block_size, p.kv_tokens(), gb(p.kv_cache_bytes()), p.kv_bytes_per_token,
+                    p.kv_block_size, p.kv_tokens(), human(p.kv_cache_bytes()), p.kv_bytes_per_token,
                     p.kv_blocks_reason));
     row("all-reduce", p.all_reduce.algorithm);
     if (p.all_reduce.two_shot_from >= 0)
