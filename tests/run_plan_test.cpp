@@ -141,7 +141,8 @@ TEST(RunPlan, GpuKvCacheIsWhatUtilizationLeaves) {
     p = make_run_plan(f, m.h, h100s(1, card));
     EXPECT_EQ(p.ranks_per_gpu, 2);
     EXPECT_EQ(p.budget_bytes, static_cast<int64_t>(0.5 * static_cast<double>(card) / 2));
-    EXPECT_EQ(p.kv_blocks, (p.budget_bytes - weights_per_rank(m, 2, 1) - p.reserve_bytes()) / block);
+    EXPECT_EQ(p.kv_blocks,
+              (p.budget_bytes - weights_per_rank(m, 2, 1) - p.reserve_bytes()) / block);
     EXPECT_EQ(p.all_reduce.two_shot_from, kDefaultTwoShotFrom);
     // The smallest card decides.
     MachineGpus mixed = h100s(2, card);
@@ -239,8 +240,8 @@ TEST(RunPlan, NotEnoughMemoryOffersTheUtilizationOrGpusThatFit) {
 // A TP size the model's shapes cut (heads, NVFP4 groups): refused before loading, naming the
 // sizes that work; each of those plans.
 TEST(RunPlan, TpThatCutsTheModelNamesTheSizesThatWork) {
-    for (const char* name : {"goldens/kimi_k2", "goldens_quant/nvfp4_all_linear",
-                             "goldens_quant/int4_kimi"}) {
+    for (const char* name :
+         {"goldens/kimi_k2", "goldens_quant/nvfp4_all_linear", "goldens_quant/int4_kimi"}) {
         const Model m(golden(name));
         const std::vector<int> ok = working_tp_sizes(m.c(), false);
         RunFlags f;
@@ -326,7 +327,8 @@ TEST(RunPlan, MemoryCheckNamesTheDifference) {
 // plan's, nearest configuration included.
 TEST(RunPlanCli, ServeStopsInThePlan) {
     const std::string model = golden("goldens/kimi_k2");
-    auto r = testing::run_myriad("serve " + model + " --device cpu --port 0 --max-model-len 999999");
+    auto r =
+        testing::run_myriad("serve " + model + " --device cpu --port 0 --max-model-len 999999");
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("Nearest that works: --max-model-len"), std::string::npos) << r.err;
     r = testing::run_myriad("serve " + model + " --device cpu --port 0 --tp 16");

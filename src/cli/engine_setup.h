@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "cli/model_source.h"
 #include "engine/engine.h"
 #include "engine/model_defaults.h"
 #include "engine/worker_group.h"
-#include "cli/model_source.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
 #include "model/naive_context.h"

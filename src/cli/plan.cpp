@@ -49,9 +49,8 @@ std::optional<ModelSource> local_source(const std::string& model) {
 
 // The run plan of serve with the same flags: on this machine's GPUs (CUDA's view, as serve
 // sees them), or on the ones --gpus names (their kernels unchecked).
-nlohmann::ordered_json run_section(const PlanArgs& a, const PlanModel& m,
-                                   const ModelSource* source, const GpuChoice& g,
-                                   std::string* text, std::string* error) {
+nlohmann::ordered_json run_section(const PlanArgs& a, const PlanModel& m, const ModelSource* source,
+                                   const GpuChoice& g, std::string* text, std::string* error) {
     plan::MachineGpus machine;
     if (!a.gpus.empty() && a.gpus != "auto") {
         for (size_t i = 0; i < g.gpus.size(); ++i) {

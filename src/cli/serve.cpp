@@ -159,11 +159,12 @@ int run_serve(ServeArgs& a) {
         lo.phase = [&](const std::string& p) { phase(p); };
         model = load_engine(std::move(source), run, lo);
         if (!model.plan.all_reduce.measured.empty())
-            log::info("all-reduce: two-shot from {} by default, {} as measured ({}); the "
-                      "measured crossover runs",
-                      plan::size_label(model.plan.all_reduce.two_shot_from),
-                      plan::size_label(model.plan.all_reduce.measured_two_shot_from),
-                      model.plan.all_reduce.measured);
+            log::info(
+                "all-reduce: two-shot from {} by default, {} as measured ({}); the "
+                "measured crossover runs",
+                plan::size_label(model.plan.all_reduce.two_shot_from),
+                plan::size_label(model.plan.all_reduce.measured_two_shot_from),
+                model.plan.all_reduce.measured);
         // What the GPUs hold now against the plan: a plan that is off is said, with the gap.
         const int64_t after = gpu_memory_in_use(run);
         if (before >= 0 && after >= 0) {

@@ -53,7 +53,8 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
             kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
     }
     if (!note.empty()) log::info("{}", note);
-    if (options_.device == Device::Cuda && !options_.planned_kv_dtype) {  // the kernels, or why a GPU cannot run the model
+    if (options_.device == Device::Cuda &&
+        !options_.planned_kv_dtype) {  // the kernels, or why a GPU cannot run the model
         std::vector<int> seen;
         for (int d : options_.devices) {
             if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;

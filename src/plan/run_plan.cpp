@@ -122,9 +122,10 @@ void choose_device(const RunFlags& f, const ModelHeaders& m, const MachineGpus& 
     }
     p.device = Device::Cuda;
     p.device_reason = f.device == "cuda" ? "--device cuda"
-                                         : fmt::format("auto: {} GPU(s) found ({}); --device cpu "
-                                                       "for the CPU",
-                                                       n, machine.source);
+                                         : fmt::format(
+                                               "auto: {} GPU(s) found ({}); --device cpu "
+                                               "for the CPU",
+                                               n, machine.source);
 }
 
 void choose_kv_dtype(const RunFlags& f, const ModelConfig& c, RunPlan& p) {
@@ -186,8 +187,7 @@ int fitting_tp(const RunFlags& f, const ModelHeaders& m, int64_t gpu_bytes, int6
     return 0;
 }
 
-void size_memory(const RunFlags& f, const ModelHeaders& m, const MachineGpus& machine,
-                 RunPlan& p) {
+void size_memory(const RunFlags& f, const ModelHeaders& m, const MachineGpus& machine, RunPlan& p) {
     const ModelConfig& c = *m.config;
     const int ep = f.expert_parallel ? f.tp : 1;
     PlanOptions po;
@@ -218,10 +218,10 @@ void size_memory(const RunFlags& f, const ModelHeaders& m, const MachineGpus& ma
         }
         p.gpu_bytes = static_cast<int64_t>(machine.gpus[static_cast<size_t>(smallest)].memory);
         const int64_t left = p.budget_bytes - p.weight_bytes - p.reserve_bytes();
-        const int ranks = static_cast<int>(
-            std::count(p.devices.begin(), p.devices.end(), smallest));
-        if (left < block_bytes * std::max<int64_t>(1, (context + p.kv_block_size - 1) /
-                                                          p.kv_block_size)) {
+        const int ranks =
+            static_cast<int>(std::count(p.devices.begin(), p.devices.end(), smallest));
+        if (left <
+            block_bytes * std::max<int64_t>(1, (context + p.kv_block_size - 1) / p.kv_block_size)) {
             // Not even one sequence of max_model_len: first see whether a shorter context fits,
             // else what would make the model fit at all.
             const int64_t need_one = p.weight_bytes + p.reserve_bytes() + block_bytes;
@@ -258,9 +258,8 @@ void size_memory(const RunFlags& f, const ModelHeaders& m, const MachineGpus& ma
                 ranks > 1 ? fmt::format(", shared by {} ranks", ranks) : std::string(),
                 gb(p.weight_bytes), gb(p.reserve_bytes()), gb(need_one - block_bytes), context,
                 f.max_model_len > 0 ? "--max-model-len" : "the model's max_position_embeddings",
-                gb(context * p.kv_bytes_per_token), kv_name(p.kv_dtype), gb(std::max<int64_t>(
-                                                                             0, left)),
-                nearest);
+                gb(context * p.kv_bytes_per_token), kv_name(p.kv_dtype),
+                gb(std::max<int64_t>(0, left)), nearest);
         }
         p.kv_blocks = left / block_bytes;
         p.kv_blocks_reason =
@@ -270,10 +269,9 @@ void size_memory(const RunFlags& f, const ModelHeaders& m, const MachineGpus& ma
         p.kv_cache_memory = f.kv_cache_memory;
         p.budget_bytes = f.kv_cache_memory / f.tp;
         p.kv_blocks = p.budget_bytes / block_bytes;
-        p.kv_blocks_reason = fmt::format("--kv-cache-memory {}{}, in blocks of {} tokens",
-                                         gib(f.kv_cache_memory),
-                                         f.tp > 1 ? fmt::format(" / {} ranks", f.tp) : "",
-                                         p.kv_block_size);
+        p.kv_blocks_reason =
+            fmt::format("--kv-cache-memory {}{}, in blocks of {} tokens", gib(f.kv_cache_memory),
+                        f.tp > 1 ? fmt::format(" / {} ranks", f.tp) : "", p.kv_block_size);
         if (f.kv_blocks == 0 && p.kv_blocks * p.kv_block_size < context)
             bad_input(
                 "--kv-cache-memory {}: a rank's {} holds {} tokens in {}, less than one sequence "
@@ -335,8 +333,8 @@ RunPlan make_run_plan(const RunFlags& f, const ModelHeaders& m, const MachineGpu
             "was trained for). Nearest that works: --max-model-len {}",
             f.max_model_len, c.path, c.max_position_embeddings, c.max_position_embeddings);
     p.max_model_len = f.max_model_len > 0 ? f.max_model_len : c.max_position_embeddings;
-    p.max_model_len_reason = f.max_model_len > 0 ? "--max-model-len"
-                                                 : "the model's max_position_embeddings";
+    p.max_model_len_reason =
+        f.max_model_len > 0 ? "--max-model-len" : "the model's max_position_embeddings";
 
     choose_device(f, m, machine, p);
     choose_layout(f, m, p);
@@ -424,8 +422,8 @@ std::string run_plan_text(const RunPlan& p) {
     };
     out += "run plan\n";
     row("model", p.model);
-    row("device", fmt::format("{} ({})", p.device == Device::Cuda ? "cuda" : "cpu",
-                              p.device_reason));
+    row("device",
+        fmt::format("{} ({})", p.device == Device::Cuda ? "cuda" : "cpu", p.device_reason));
     if (!p.devices.empty()) row("ranks on GPUs", list(p.devices));
     for (const std::string& g : p.gpu_names) row("", g);
     row("layout", fmt::format("{} ({} rank(s){})", p.layout.label(), p.tp,
@@ -437,17 +435,17 @@ std::string run_plan_text(const RunPlan& p) {
     row("max num seqs", std::to_string(p.max_num_seqs));
     row("max batched tokens", std::to_string(p.max_num_batched_tokens));
     row("weights / rank", human(p.weight_bytes));
-    row("reserves / rank",
-        fmt::format("{} (activations {}, workspace {}, CUDA graphs {})", human(p.reserve_bytes()),
-                    human(p.activation_bytes), human(p.workspace_bytes), human(p.cuda_graph_bytes)));
-    row("budget / rank", p.device == Device::Cuda
-                             ? fmt::format("{} ({:.0f}% of {}{})", human(p.budget_bytes),
-                                           100 * p.gpu_memory_utilization, human(p.gpu_bytes),
-                                           p.ranks_per_gpu > 1
-                                               ? fmt::format(" / {} ranks", p.ranks_per_gpu)
-                                               : std::string())
-                             : fmt::format("{} of KV cache (--kv-cache-memory {})",
-                                           human(p.budget_bytes), gib(p.kv_cache_memory)));
+    row("reserves / rank", fmt::format("{} (activations {}, workspace {}, CUDA graphs {})",
+                                       human(p.reserve_bytes()), human(p.activation_bytes),
+                                       human(p.workspace_bytes), human(p.cuda_graph_bytes)));
+    row("budget / rank",
+        p.device == Device::Cuda
+            ? fmt::format(
+                  "{} ({:.0f}% of {}{})", human(p.budget_bytes), 100 * p.gpu_memory_utilization,
+                  human(p.gpu_bytes),
+                  p.ranks_per_gpu > 1 ? fmt::format(" / {} ranks", p.ranks_per_gpu) : std::string())
+            : fmt::format("{} of KV cache (--kv-cache-memory {})", human(p.budget_bytes),
+                          gib(p.kv_cache_memory)));
     row("kv cache / rank",
         fmt::format("{} blocks of {} tokens = {} tokens, {} ({} bytes a token; {})", p.kv_blocks,
                     p.kv_block_size, p.kv_tokens(), human(p.kv_cache_bytes()), p.kv_bytes_per_token,
@@ -474,8 +472,7 @@ std::string memory_check(const RunPlan& p, int64_t used) {
         gb(planned), gb(p.weight_bytes), gb(p.reserve_bytes()), gb(p.kv_cache_bytes()),
         p.devices.size(), gb(used), gb(std::abs(used - planned)), used > planned ? "more" : "less",
         100 * off,
-        used > planned ? "; lower --gpu-memory-utilization if other processes need the GPU"
-                       : "");
+        used > planned ? "; lower --gpu-memory-utilization if other processes need the GPU" : "");
 }
 
 }  // namespace myriad::plan

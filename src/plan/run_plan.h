@@ -40,9 +40,9 @@ constexpr double kDefaultGpuMemoryUtilization = 0.90;
 constexpr int64_t kDefaultKvCacheMemory = int64_t{4} << 30;  // the CPU's KV cache
 constexpr int64_t kDefaultMaxNumSeqs = 64;
 constexpr int64_t kDefaultMaxNumBatchedTokens = 2048;
-constexpr int64_t kPlanBlockSize = 16;                 // tokens per KV block
+constexpr int64_t kPlanBlockSize = 16;                    // tokens per KV block
 constexpr int64_t kGpuWorkspaceBytes = int64_t{1} << 30;  // CUDA context, cuBLASLt, buffers
-constexpr int64_t kCudaGraphBytes = int64_t{1} << 30;    // decode graphs up to max_num_seqs
+constexpr int64_t kCudaGraphBytes = int64_t{1} << 30;     // decode graphs up to max_num_seqs
 // All-reduce messages from this size take two-shot (reduce-scatter + all-gather) instead of
 // one-shot, until serve measures the crossover on the ranks' GPUs.
 constexpr int64_t kDefaultTwoShotFrom = int64_t{256} << 10;
@@ -68,9 +68,9 @@ struct RunFlags {
 // cc 0: the card's kernels are not checked).
 struct MachineGpus {
     std::vector<GpuInfo> gpus;
-    std::string why_none;                      // when empty: why (no driver, no backend)
-    std::vector<std::string> built_archs;      // this binary's CUDA architectures
-    std::string source = "CUDA";               // "CUDA" or "--gpus 8xH200"
+    std::string why_none;                  // when empty: why (no driver, no backend)
+    std::vector<std::string> built_archs;  // this binary's CUDA architectures
+    std::string source = "CUDA";           // "CUDA" or "--gpus 8xH200"
 };
 
 // CUDA's devices of this process (none without the backend, the driver or a GPU).
@@ -85,7 +85,7 @@ struct ModelHeaders {
 };
 
 struct AllReducePlan {
-    std::string algorithm;  // "none (one rank)", "CPU threads", "GPU kernels", ...
+    std::string algorithm;       // "none (one rank)", "CPU threads", "GPU kernels", ...
     int64_t two_shot_from = -1;  // the default crossover in bytes (-1: not applicable)
     // What serve measured at start (-1 / empty until then; never in `myriad plan`).
     int64_t measured_two_shot_from = -1;
@@ -135,8 +135,7 @@ struct RunPlan {
 
 // The plan for `flags` on `model` and `machine`; bad input (exit 2) with the reason and the
 // nearest configuration that works when the combination cannot run.
-RunPlan make_run_plan(const RunFlags& flags, const ModelHeaders& model,
-                      const MachineGpus& machine);
+RunPlan make_run_plan(const RunFlags& flags, const ModelHeaders& model, const MachineGpus& machine);
 
 nlohmann::ordered_json run_plan_json(const RunPlan& plan);
 // A crossover: "256 KiB"; -1: "never (one-shot at every size)".
