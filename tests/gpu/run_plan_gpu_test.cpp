@@ -104,8 +104,9 @@ TEST(RunPlanGpu, ServeRunsThePlanThatPlanPrints) {
         // gap when it is off by more than 5%).
         EXPECT_NE(log.find("memory: "), std::string::npos) << log;
         EXPECT_EQ(log.find("memory: the plan said"), std::string::npos) << log;
-        if (flags.find("--tp 2") != std::string::npos)
+        if (flags.find("--tp 2") != std::string::npos) {
             EXPECT_NE(log.find("all-reduce: two-shot from"), std::string::npos) << log;
+        }
     }
 }
 
