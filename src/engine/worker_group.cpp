@@ -22,8 +22,9 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.expert_parallel && config_.n_routed_experts == 0)
         bad_input("--expert-parallel: {} has no routed experts", config_.path);
     layout_ = Layout(options_.tp, options_.expert_parallel, 0);
-    validate_checkpoint(config_, checkpoint_, layout_);  // check_layout: before any weight
-    if (options_.device == Device::Cuda) {               // decided before any weight is read
+    // check_layout, before any weight (a run plan has done it: plan/run_plan.h).
+    if (!options_.planned_kv_dtype) validate_checkpoint(config_, checkpoint_, layout_);
+    if (options_.device == Device::Cuda) {  // decided before any weight is read
         std::string why;
         if (cuda_device_count(&why) == 0) bad_input("--device cuda: {}; use --device cpu", why);
         if (options_.devices.empty())
