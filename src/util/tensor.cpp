@@ -61,9 +61,8 @@ void Buffer::Free::operator()(void* p) const {
         std::free(p);
 }
 
-Buffer::Buffer(size_t bytes) : size_(bytes) {
-    constexpr size_t kMapFrom = size_t{1} << 20;
-    if (bytes >= kMapFrom) {
+Buffer::Buffer(size_t bytes, bool lazy) : size_(bytes) {
+    if (lazy && bytes > 0) {
         void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) internal_error("out of host memory mapping {} bytes", bytes);
         data_ = std::unique_ptr<void, Free>(p, Free{bytes});

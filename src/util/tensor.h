@@ -43,13 +43,13 @@ struct Tensor {
     std::string shape_str() const;
 };
 
-// Owned, aligned, zeroed host memory; the backing store of CPU tensors. Large buffers are fresh
-// anonymous mappings, whose pages the kernel zeroes as they are first touched: a KV cache of
-// --kv-cache-memory takes memory as it fills, not at start.
+// Owned, aligned, zeroed host memory; the backing store of CPU tensors. `lazy` (the CPU's KV
+// cache) maps fresh anonymous pages, which the kernel zeroes as they are first touched: a cache
+// of --kv-cache-memory takes memory as it fills, not at start.
 class Buffer {
   public:
     Buffer() = default;
-    explicit Buffer(size_t bytes);
+    explicit Buffer(size_t bytes, bool lazy = false);
     void* data() const { return data_.get(); }
     size_t size() const { return size_; }
 
