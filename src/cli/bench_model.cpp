@@ -31,6 +31,8 @@
 #include "ops/backend.h"
 #include "ops/expert_stats.h"
 #include "ops/step_sampling.h"
+#include "plan/run_plan.h"
+#include "plan/weight_inventory.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -340,11 +342,52 @@ int run_bench(const BenchArgs& in) {
         name = ckpt.path();
         c = load_model_config(name);
     }
-    std::string device_note;
-    const Device device = choose_device(a.device, gpus, c, ckpt, &device_note, a.devices);
-    a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
-    if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
     const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+    // The run plan decides the device, the ranks' GPUs, the layout and the latent cache
+    // (plan/run_plan.h), before any weight is built or read; the cache holds exactly the
+    // benchmark's sequences.
+    const int64_t warm_steps = 3, stat_steps = 2;
+    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
+                            (warm_steps + a.decode_steps) * (a.spec_len + 1);
+    // One rank alone (--rank) is no run the plan knows (its layout needs GPUs this machine may
+    // not have): its device is chosen as one rank's, and its shard's kernels by the workers.
+    plan::RunPlan run;
+    if (alone) {
+        std::string device_note;
+        run.device = choose_device(a.device, gpus, c, ckpt, &device_note, a.devices);
+        if (!device_note.empty() && !a.json) std::printf("%s\n", device_note.c_str());
+        if (run.device == Device::Cuda) run.devices = parse_devices(a.devices, gpus);
+        run.threads = a.threads;
+        run.tp = a.tp;
+    } else {
+        plan::RunFlags rf;
+        rf.device = a.device;
+        rf.tp = a.tp;
+        rf.expert_parallel = a.expert_parallel;
+        rf.devices = a.devices;
+        rf.threads = a.threads;
+        rf.max_model_len = std::min(per_seq, c.max_position_embeddings);
+        rf.max_num_seqs = max_batch;
+        rf.max_num_batched_tokens = std::max(max_batch, a.prompt_len);
+        rf.kv_blocks = (per_seq + kKvBlockSize - 1) / kKvBlockSize * max_batch;
+        plan::WeightInventory inventory;
+        if (random) {
+            inventory = plan::weights_from_config(c);
+        } else {
+            std::vector<TensorInfo> tensors;
+            for (const auto& f : ckpt.files())
+                tensors.insert(tensors.end(), f->tensors().begin(), f->tensors().end());
+            inventory = plan::weights_from_headers(c, tensors);
+        }
+        const plan::ModelHeaders headers{name, &c, random ? nullptr : &ckpt, &inventory};
+        run = plan::make_run_plan(rf, headers, plan::probe_machine());
+    }
+    const Device device = run.device;
+    a.device = device == Device::Cuda ? "cuda" : "cpu";  // as the report names it
+    if (!a.json && !alone) {
+        std::printf("device: %s (%s)\n", a.device.c_str(), run.device_reason.c_str());
+        for (const std::string& k : run.kernels) std::printf("%s\n", k.c_str());
+    }
     nlohmann::ordered_json check;
     if (random && a.check_layers > 0) {
         a.check_layers = std::min(a.check_layers, c.num_hidden_layers);
@@ -355,18 +398,17 @@ int run_bench(const BenchArgs& in) {
     }
 
     WorkerGroupOptions wo;
-    wo.tp = a.tp;
+    wo.tp = alone ? a.tp : run.tp;
     wo.expert_parallel = a.expert_parallel;
-    wo.threads = a.threads;
-    wo.device = device;
-    if (device == Device::Cuda) wo.devices = parse_devices(a.devices, gpus);
+    wo.threads = run.threads;
+    wo.device = run.device;
+    wo.devices = run.devices;
+    if (!alone) wo.kv_block_size = run.kv_block_size;
+    wo.kv_blocks = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size * max_batch;
+    if (!random && !alone) wo.planned_kv_dtype = run.kv_dtype;  // random: the workers' own choice
     wo.only_rank = a.rank;
     wo.modelled_collective_us = a.collective_us;
-    const int64_t warm_steps = 3, stat_steps = 2;
-    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
-                            (warm_steps + a.decode_steps) * (a.spec_len + 1);
     const int64_t blocks_per_seq = (per_seq + wo.kv_block_size - 1) / wo.kv_block_size;
-    wo.kv_blocks = blocks_per_seq * max_batch;
     auto t_load = Clock::now();
     WorkerGroup workers(c, ckpt, wo);
     const double load_s = seconds_since(t_load);

@@ -41,7 +41,6 @@ struct ChatArgs {
     std::string chat_template;
     int64_t max_tokens = 1024;
     SamplingFlags sampling;
-    int64_t max_model_len = 0;
 };
 
 const char* const kHelp =
@@ -136,17 +135,16 @@ int run_chat(ChatArgs& a) {
     const std::string dir = resolve_model(a.model);
     const std::string override_template =
         a.chat_template.empty() ? "" : read_text_file(a.chat_template, "--chat-template");
+    ModelSource source = open_model_source(dir);  // the folder, opened once
     auto tokenizer = Tokenizer::load(dir);
-    const ModelConfig config = load_model_config(dir);
+    const ModelConfig config = source.config;
     api::PromptRenderer renderer(dir, config.model_type, override_template);
-    EngineSizing sizing;
-    sizing.max_model_len = a.max_model_len > 0
-                               ? a.max_model_len
-                               : std::min<int64_t>(config.max_position_embeddings, 8192);
     EngineFlags flags = a.engine;
     flags.max_num_seqs = 1;
-    sizing.seq_tokens = sizing.max_model_len;
-    LoadedEngine model = load_engine(dir, flags, sizing);
+    const plan::RunPlan run = plan_run(source, flags);
+    LoadOptions lo;
+    lo.speculative = speculative_config(flags.speculative, flags.num_speculative_tokens);
+    LoadedEngine model = load_engine(std::move(source), run, lo);
     Engine& engine = *model.engine;
     engine.start();
 
@@ -220,8 +218,6 @@ Run add_chat(CLI::App& app) {
     app.add_option("--chat-template", a->chat_template,
                    "a Jinja chat template file to use instead of the model's");
     app.add_option("--max-tokens", a->max_tokens, "tokens per reply at most (default 1024)");
-    app.add_option("--max-model-len", a->max_model_len,
-                   "context length (default: the model's, at most 8192)");
     add_sampling_flags(app, a->sampling, 0.0);
     add_engine_flags(app, a->engine);
     return [a] { return run_chat(*a); };

@@ -4,12 +4,9 @@
 
 #include <algorithm>
 
-#include "engine/device_choice.h"
 #include "model/kv_cache.h"
 #include "ops/backend.h"
-#include "plan/gpu_share.h"
-#include "plan/memory_plan.h"
-#include "plan/weight_inventory.h"
+#include "plan/gpu_spec.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -37,6 +34,16 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                                "go in pieces. Sizes a fixed workspace (4 bytes x this x (latent + "
                                "rope + heads x (nope + value)) per GPU; default {})",
                                kNaiveContextTokens));
+    // The run plan's memory and context (vLLM's flag names).
+    app.add_option("--max-model-len", f.max_model_len,
+                   "context length: prompt + output tokens (default: the model's "
+                   "max_position_embeddings; it must fit the KV cache)");
+    app.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                   "share of each GPU's memory the run may take: weights, reserves and the KV "
+                   "cache, which gets what is left (default 0.90; ranks sharing a GPU split it)");
+    app.add_option("--kv-cache-memory", f.kv_cache_memory,
+                   "on the CPU: the KV cache's size, split over the ranks, e.g. 4GiB, 512MiB "
+                   "(default 4GiB)");
     add_speculative_flags(app, f.speculative, f.num_speculative_tokens);
 }
 
@@ -71,75 +78,77 @@ void check_engine_flags(const EngineFlags& f) {
     speculative_config(f.speculative, f.num_speculative_tokens);
 }
 
-namespace {
-
-// Ranks sharing a GPU split its memory: each rank's shard, KV cache and reserves must fit its
-// share, checked before any weight is read.
-void check_gpu_shares(const ModelConfig& config, const WorkerGroupOptions& wo,
-                      const EngineFlags& f) {
-    std::vector<uint64_t> memory;
-    for (int d : wo.devices) {
-        if (static_cast<size_t>(d) >= memory.size()) memory.resize(static_cast<size_t>(d) + 1, 0);
-        GpuInfo info;
-        if (cuda_device_info(d, &info)) memory[static_cast<size_t>(d)] = info.memory;
-    }
-    const int ep = wo.expert_parallel ? wo.tp : 1;
-    plan::PlanOptions po;
-    po.max_batched_tokens = f.max_num_batched_tokens;
-    po.max_num_seqs = f.max_num_seqs;
-    po.naive_context_tokens = f.naive_context_tokens;
-    plan::RankNeed need;
-    need.weights =
-        plan::weight_bytes_per_gpu(plan::weights_from_config(config), config, wo.tp, ep).total();
-    const DType kv = wo.kv_cache_dtype == KvCacheDtype::Fp8    ? DType::F8_E4M3
-                     : wo.kv_cache_dtype == KvCacheDtype::Fp32 ? DType::F32
-                                                               : DType::BF16;
-    need.kv_cache = wo.kv_blocks * wo.kv_block_size * plan::kv_bytes_per_token(config, kv);
-    need.reserve =
-        plan::activation_bytes(config, po, wo.tp, ep) + po.workspace_bytes + po.cuda_graph_bytes;
-    if (const std::string why = plan::shared_gpu_problem(wo.devices, memory, need); !why.empty())
-        bad_input("--tp {} on --devices {}: {}", wo.tp,
-                  fmt::format("{}", fmt::join(wo.devices, ",")), why);
+plan::RunFlags run_flags(const EngineFlags& f) {
+    plan::RunFlags r;
+    r.device = f.device;
+    r.tp = f.tp;
+    r.expert_parallel = f.expert_parallel;
+    r.devices = f.devices;
+    r.threads = f.threads;
+    r.kv_cache_dtype = f.kv_cache_dtype;
+    r.max_model_len = f.max_model_len;
+    r.max_num_seqs = f.max_num_seqs;
+    r.max_num_batched_tokens = f.max_num_batched_tokens;
+    r.naive_context_tokens = f.naive_context_tokens;
+    r.gpu_memory_utilization = f.gpu_memory_utilization;
+    r.kv_cache_memory =
+        static_cast<int64_t>(plan::parse_size(f.kv_cache_memory, "--kv-cache-memory"));
+    r.kv_blocks = f.kv_blocks;
+    return r;
 }
 
-}  // namespace
+plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& f) {
+    return plan::make_run_plan(run_flags(f), source.headers(), plan::probe_machine());
+}
 
-LoadedEngine load_engine(const std::string& dir, const EngineFlags& f, const EngineSizing& s,
-                         const std::function<void(const std::string&)>& phase) {
-    check_engine_flags(f);
+int64_t gpu_memory_in_use(const plan::RunPlan& p) {
+    if (p.device != Device::Cuda) return -1;
+    std::vector<int> seen;
+    int64_t total = 0;
+    for (int d : p.devices) {
+        if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+        seen.push_back(d);
+        uint64_t used = 0;
+        if (!cuda_memory_in_use(d, &used)) return -1;
+        total += static_cast<int64_t>(used);
+    }
+    return total;
+}
+
+LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadOptions& lo) {
     auto tell = [&](const std::string& what) {
-        if (phase) phase(what);
+        if (lo.phase) lo.phase(what);
     };
     LoadedEngine m;
-    m.dir = dir;
-    m.config = load_model_config(dir);
-    m.defaults = load_model_defaults(dir, m.config);
-    tell("loading weights");
-    m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+    m.source = std::move(source);
+    m.plan = p;
     WorkerGroupOptions wo;
-    wo.tp = f.tp;
-    wo.expert_parallel = f.expert_parallel;
-    wo.threads = f.threads;
-    std::string device_note;
-    wo.device = choose_device(f.device, f.tp, m.config, *m.checkpoint, &device_note, f.devices);
-    if (!device_note.empty()) log::info("{}", device_note);
-    if (wo.device == Device::Cuda) wo.devices = parse_devices(f.devices, f.tp);
-    wo.kv_cache_dtype = parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
-    wo.model.naive_context_tokens = f.naive_context_tokens;
-    const int64_t context = s.max_model_len > 0 ? s.max_model_len : s.seq_tokens;
-    wo.kv_blocks = s.kv_blocks > 0
-                       ? s.kv_blocks
-                       : std::max(context, f.max_num_seqs * s.seq_tokens) / wo.kv_block_size + 1;
-    if (wo.device == Device::Cuda) check_gpu_shares(m.config, wo, f);
-    m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
+    wo.tp = p.tp;
+    wo.expert_parallel = p.expert_parallel;
+    wo.threads = p.threads;
+    wo.device = p.device;
+    wo.devices = p.devices;
+    wo.kv_blocks = p.kv_blocks;
+    wo.kv_block_size = p.kv_block_size;
+    wo.planned_kv_dtype = p.kv_dtype;
+    wo.model.naive_context_tokens = p.naive_context_tokens;
+    tell("loading weights");
+    m.workers = std::make_unique<WorkerGroup>(m.source.config, *m.source.checkpoint, wo);
+    if (const CommGroup* g = m.workers->comm_group(); g && !g->measured_all_reduce().empty()) {
+        m.plan.all_reduce.measured_two_shot_from = g->measured_two_shot_from();
+        m.plan.all_reduce.measured = g->measured_all_reduce();
+    }
     EngineConfig ec;
-    ec.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
-    ec.scheduler.max_num_seqs = f.max_num_seqs;
-    ec.max_model_len = s.max_model_len;
-    ec.eos_ids = m.defaults.eos_ids;
-    ec.defaults = m.defaults.sampling;
-    ec.check_invariants = s.check_invariants;
-    ec.speculative = speculative_config(f.speculative, f.num_speculative_tokens);
+    ec.scheduler.max_num_batched_tokens = p.max_num_batched_tokens;
+    ec.scheduler.max_num_seqs = p.max_num_seqs;
+    ec.max_model_len = p.max_model_len;
+    ec.eos_ids = m.source.defaults.eos_ids;
+    ec.defaults = m.source.defaults.sampling;
+    ec.check_invariants = lo.check_invariants;
+    ec.speculative = lo.speculative;
+    // The engine's warm-up step, once, where a backend sizes workspaces in it (the GPU's).
+    ec.warm_up = WarmUp::Auto;
+    if (p.device == Device::Cuda) tell("warming up");
     m.engine = std::make_unique<Engine>(*m.workers, ec);
     return m;
 }

@@ -1,6 +1,6 @@
-// What generate, serve, chat and bench-model share: the engine flags, and loading a model folder
-// into workers and an engine with them. One place decides the device, the KV cache dtype and the
-// cache size, so the commands cannot drift apart.
+// What generate, serve, chat and bench-model share: the engine flags, the run plan they make
+// (plan/run_plan.h: device, layout, KV cache dtype and size, max_model_len, all decided there)
+// and loading a model source into workers and an engine that run exactly that plan.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,12 +9,14 @@
 #include <memory>
 #include <string>
 
+#include "cli/model_source.h"
 #include "engine/engine.h"
 #include "engine/model_defaults.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/model_config.h"
 #include "model/naive_context.h"
+#include "plan/run_plan.h"
 
 namespace myriad::cli {
 
@@ -30,15 +32,26 @@ struct EngineFlags {
     int64_t naive_context_tokens = kNaiveContextTokens;
     std::string speculative = "none";    // --speculative: none or ngram
     int64_t num_speculative_tokens = 3;  // --num-speculative-tokens
+    // The run plan's memory and context flags (vLLM's names).
+    int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
+    double gpu_memory_utilization = plan::kDefaultGpuMemoryUtilization;
+    std::string kv_cache_memory = "4GiB";  // the CPU's KV cache
+    int64_t kv_blocks = 0;                 // serve --kv-blocks: exactly this many (0: the budget)
 };
 
 // Registers --tp, --expert-parallel, --devices, --device, --threads, --kv-cache-dtype,
-// --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens, --speculative,
-// --num-speculative-tokens.
+// --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens, --max-model-len,
+// --gpu-memory-utilization, --kv-cache-memory, --speculative, --num-speculative-tokens.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
 // --speculative METHOD and --num-speculative-tokens K (bench-model has them without the rest).
 void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens);
+
+// The flags as the run plan takes them (--kv-cache-memory parsed: bad input naming it).
+plan::RunFlags run_flags(const EngineFlags& flags);
+// The run plan of `source` with `flags` on this machine: bad input (exit 2) with the reason and
+// the nearest configuration that works, before any weight is read.
+plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& flags);
 
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
 void check_engine_flags(const EngineFlags& flags);
@@ -61,25 +74,27 @@ void add_sampling_flags(CLI::App& app, SamplingFlags& flags, double fallback_tem
                         const char* seed_help = "random seed");
 
 struct LoadedEngine {
-    std::string dir;
-    ModelConfig config;
-    ModelDefaults defaults;
-    std::unique_ptr<Checkpoint> checkpoint;
+    ModelSource source;
+    plan::RunPlan plan;
     std::unique_ptr<WorkerGroup> workers;
     std::unique_ptr<Engine> engine;
+    const ModelDefaults& defaults() const { return source.defaults; }
 };
 
-struct EngineSizing {
-    int64_t kv_blocks = 0;      // blocks per rank; 0 = enough for max_num_seqs * seq_tokens
-    int64_t seq_tokens = 1024;  // tokens each running sequence is given room for
-    int64_t max_model_len = 0;  // 0: max_position_embeddings capped by the cache
+struct LoadOptions {
     bool check_invariants = false;
+    SpeculativeConfig speculative;  // --speculative (speculative_config of the engine flags)
+    // Told what is loading, for /health and sd_notify (optional).
+    std::function<void(const std::string&)> phase;
 };
 
-// Loads `dir` (config, generation defaults, weights) and builds the engine (not started).
-// `phase` (optional) is told what is loading, for /health and sd_notify.
-LoadedEngine load_engine(const std::string& dir, const EngineFlags& flags,
-                         const EngineSizing& sizing,
-                         const std::function<void(const std::string&)>& phase = {});
+// Loads the weights of `source` as `plan` says and builds the engine (not started). On GPUs the
+// all-reduce crossovers measured at start replace the plan's defaults (model.plan).
+LoadedEngine load_engine(ModelSource source, const plan::RunPlan& plan,
+                         const LoadOptions& options = {});
+
+// The bytes in use on the plan's GPUs (summed over the distinct ones); -1 on the CPU or when
+// unknown.
+int64_t gpu_memory_in_use(const plan::RunPlan& plan);
 
 }  // namespace myriad::cli

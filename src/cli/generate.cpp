@@ -133,9 +133,8 @@ int run_generate(GenerateArgs& a) {
     std::unique_ptr<Tokenizer> tokenizer;
     if (!a.prompt_ids.empty()) prompt = parse_ids(a.prompt_ids, "--prompt-ids");
     // Text needs the tokenizer; without one (a folder of weights only) ids are printed.
-    const bool has_tokenizer = std::filesystem::exists(dir + "/tokenizer.json") ||
-                               std::filesystem::exists(dir + "/tiktoken.model") ||
-                               dir.ends_with(".gguf");  // its vocabulary is inside
+    ModelSource source = open_model_source(dir);  // the folder, opened once
+    const bool has_tokenizer = source.has_tokenizer();
     if (!a.prompt_text.empty() || !a.chat_text.empty() || (!a.ids && has_tokenizer))
         tokenizer = Tokenizer::load(dir);
     if (!a.prompt_text.empty()) prompt = tokenizer->encode(a.prompt_text, false);
@@ -146,16 +145,16 @@ int run_generate(GenerateArgs& a) {
         // The rendered prompt holds BOS when the template writes it: no second one.
         prompt = tokenizer->encode(ChatTemplate::load(dir).render(request), false);
     }
-    ModelConfig config = load_model_config(dir);
+    const ModelConfig& config = source.config;
     for (TokenId id : prompt)
         if (id >= config.vocab_size)
             bad_input("--prompt-ids: token id {} is outside the vocabulary of {} tokens ({})", id,
                       config.vocab_size, config.path);
-    const int64_t per_seq = std::max<int64_t>(prompt.size(), a.input_len) + a.max_tokens;
-    const int64_t seqs = bench ? a.concurrency : a.n;
-    EngineSizing sizing;
-    sizing.kv_blocks = seqs * ((per_seq + kKvBlockSize - 1) / kKvBlockSize) + 1;
-    LoadedEngine model = load_engine(dir, a.engine, sizing);
+    // The whole run decided before any weight is read (exit 2 with what would work).
+    const plan::RunPlan run = plan_run(source, a.engine);
+    LoadOptions lo;
+    lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens);
+    LoadedEngine model = load_engine(std::move(source), run, lo);
     Engine& engine = *model.engine;
 
     SamplingParams p = a.sampling.resolve(engine);

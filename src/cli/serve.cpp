@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -16,6 +17,8 @@
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "model/model_config.h"
+#include "plan/memory_plan.h"
+#include "plan/run_plan.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -32,7 +35,6 @@ struct ServeArgs {
     int port = 8000;
     std::string api_key;
     std::string served_model_name;
-    int64_t max_model_len = 0;
     int64_t max_queue = 256;
     int64_t responses_store = 1000;
     int64_t max_request_bytes = int64_t{32} << 20;
@@ -40,13 +42,13 @@ struct ServeArgs {
     double stream_write_timeout = 30;
     double request_read_timeout = 30;
     int64_t max_connections = 0;
-    int64_t kv_blocks = 0;
     EngineFlags engine;
     std::string chat_template;
     std::string tool_call_parser;
     std::string reasoning_parser;
     double drain_timeout = 30;
     bool enable_test_output = false;
+    bool json = false;  // the run plan as JSON on stdout
 };
 
 void check_args(const ServeArgs& a) {
@@ -65,7 +67,6 @@ void check_args(const ServeArgs& a) {
     if (!(a.stream_write_timeout >= 1))
         bad_input("--stream-write-timeout {} must be at least 1 (seconds)", a.stream_write_timeout);
     if (a.port < 0 || a.port > 65535) bad_input("--port {} must be in 0..65535", a.port);
-    if (a.max_model_len < 0) bad_input("--max-model-len {} must be positive", a.max_model_len);
     for (const std::string& p : {a.tool_call_parser})
         if (!p.empty() && p != "kimi_k2" && p != "deepseek_v3" && p != "deepseek_v31")
             bad_input("--tool-call-parser {}: use kimi_k2, deepseek_v3 or deepseek_v31", p);
@@ -87,7 +88,16 @@ int run_serve(ServeArgs& a) {
     const std::string dir = resolve_model(a.model);
     if (a.api_key.empty())
         if (const char* env = std::getenv("MYRIAD_API_KEY")) a.api_key = env;
-    ModelConfig config = load_model_config(dir);
+    // The folder opened once, and the whole run decided before the listener starts or any
+    // weight is read: an impossible combination exits 2 here with what would work.
+    ModelSource source = open_model_source(dir);
+    const ModelConfig& config = source.config;
+    const plan::RunPlan run = plan_run(source, a.engine);
+    if (a.json)
+        std::printf("%s\n", plan::run_plan_json(run).dump().c_str());
+    else
+        log::info("{}", run_plan_text(run));
+    std::fflush(stdout);
 
     api::ServerOptions o;
     o.served_model_name = a.served_model_name.empty() ? a.model.empty() ? "myriad-tiny" : a.model
@@ -141,34 +151,39 @@ int run_serve(ServeArgs& a) {
         phase("loading tokenizer");
         tokenizer = Tokenizer::load(dir);
         renderer = std::make_unique<api::PromptRenderer>(dir, config.model_type, o.chat_template);
-        EngineSizing sizing;
-        sizing.kv_blocks = a.kv_blocks;
-        sizing.max_model_len = a.max_model_len > 0
-                                   ? a.max_model_len
-                                   : std::min<int64_t>(config.max_position_embeddings, 8192);
-        model = load_engine(dir, a.engine, sizing, [&](const std::string& p) { phase(p); });
+        const int64_t before = gpu_memory_in_use(run);
+        // The engine's warm-up step runs once, inside load_engine, on GPUs: a step as large as
+        // a step can be (a full --max-num-batched-tokens chunk and max_num_seqs sequences), so
+        // the backend's workspaces reach their size now, not under the first burst of load,
+        // and memory use is settled before it is measured and the server reports ready.
+        LoadOptions lo;
+        lo.phase = [&](const std::string& p) { phase(p); };
+        lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens);
+        model = load_engine(std::move(source), run, lo);
+        if (!model.plan.all_reduce.measured.empty())
+            log::info(
+                "all-reduce: two-shot from {} by default, {} as measured ({}); the "
+                "measured crossover runs",
+                plan::size_label(model.plan.all_reduce.two_shot_from),
+                plan::size_label(model.plan.all_reduce.measured_two_shot_from),
+                model.plan.all_reduce.measured);
+        // What the GPUs hold now against the plan: a plan that is off is said, with the gap.
+        const int64_t after = gpu_memory_in_use(run);
+        if (before >= 0 && after >= 0) {
+            const std::string off = plan::memory_check(run, after - before);
+            if (off.empty())
+                log::info("memory: {} in use on the GPUs after warm-up, as planned",
+                          plan::gb(after - before));
+            else
+                log::warn("{}", off);
+        }
         Engine* engine = model.engine.get();
         engine->start();
-        phase("warming up");
-        // One step as large as a step can be (a full --max-num-batched-tokens prompt chunk): the
-        // backend's step workspaces reach their size now, not under the first burst of load,
-        // so memory use is settled before the server reports ready.
-        SamplingParams warm;
-        warm.max_tokens = 2;
-        warm.temperature = 0;
-        const int64_t warm_len = std::max<int64_t>(
-            2, std::min(a.engine.max_num_batched_tokens, engine->max_model_len() - 2));
-        auto h = engine->submit(
-            std::vector<TokenId>(static_cast<size_t>(warm_len), tokenizer->bos_id().value_or(0)),
-            warm);
-        RequestOutput out;
-        while (h->next(out)) {
-        }
         api::LoadedServerModel lm;
         lm.engine = engine;
         lm.tokenizer = tokenizer.get();
         lm.renderer = renderer.get();
-        lm.eos_ids = model.defaults.eos_ids;
+        lm.eos_ids = model.defaults().eos_ids;
         lm.max_model_len = engine->max_model_len();
         state.set_ready(lm);
     } catch (...) {
@@ -223,8 +238,6 @@ Run add_serve(CLI::App& app) {
                    "require 'Authorization: Bearer KEY' on /v1/* (default: $MYRIAD_API_KEY)");
     app.add_option("--served-model-name", a->served_model_name,
                    "the model name clients send (default: MODEL as given, or myriad-tiny)");
-    app.add_option("--max-model-len", a->max_model_len,
-                   "context length: prompt + output tokens (default: the model's, at most 8192)");
     app.add_option("--max-queue", a->max_queue,
                    "sequences waiting beyond --max-num-seqs before 429 (default 256)");
     app.add_option("--responses-store", a->responses_store,
@@ -244,8 +257,9 @@ Run add_serve(CLI::App& app) {
     app.add_option("--stream-write-timeout", a->stream_write_timeout,
                    "seconds a client may read nothing of its stream before it is cancelled "
                    "(default 30)");
-    app.add_option("--kv-blocks", a->kv_blocks,
-                   "KV-cache blocks of 16 tokens (default: 1024 tokens per --max-num-seqs)");
+    app.add_option("--kv-blocks", a->engine.kv_blocks,
+                   "KV-cache blocks of 16 tokens per rank (default: what "
+                   "--gpu-memory-utilization leaves on the GPU, --kv-cache-memory on the CPU)");
     app.add_option("--chat-template", a->chat_template,
                    "a Jinja chat template file to use instead");
     app.add_option("--tool-call-parser", a->tool_call_parser,
@@ -253,6 +267,9 @@ Run add_serve(CLI::App& app) {
     app.add_option("--reasoning-parser", a->reasoning_parser,
                    "kimi_k2, deepseek_r1 or deepseek_v3 (default: from model_type)");
     add_engine_flags(app, a->engine);
+    app.add_flag("--json", a->json,
+                 "print the run plan as one line of JSON on stdout at start (as `myriad plan "
+                 "MODEL --json` with the same flags), instead of the table in the log");
     app.add_option(
         "--drain-timeout", a->drain_timeout,
         "seconds SIGTERM waits for running requests before cancelling them (default 30)");

@@ -8,17 +8,13 @@
 #include <string>
 
 #include "format/checkpoint.h"
+#include "model/kernel_shapes.h"
 #include "model/model_config.h"
 #include "ops/kernel_plan.h"
 #include "ops/weight.h"
 #include "parallel/layout.h"
 
 namespace myriad {
-
-// A rank's shapes for the kernel choices: heads, experts' rows and the vocabulary as `layout`
-// shards them, the checkpoint's linear formats and the latent cache's dtype `kv`.
-KernelShapes kernel_shapes(const ModelConfig& config, const std::set<WeightFormat>& formats,
-                           const Layout& layout, DType kv);
 
 // GPU `device`'s kernel plan for this checkpoint with latent cache `kv`, for the rank shapes of
 // `layout` (stop set when there is no such GPU); its choices carry MYRIAD_KERNELS's overrides

@@ -24,7 +24,8 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.expert_parallel && config_.n_routed_experts == 0)
         bad_input("--expert-parallel: {} has no routed experts", config_.path);
     layout_ = Layout(options_.tp, options_.expert_parallel, 0);
-    validate_checkpoint(config_, checkpoint_, layout_);  // check_layout: before any weight
+    // check_layout, before any weight (a run plan has done it: plan/run_plan.h).
+    if (!options_.planned_kv_dtype) validate_checkpoint(config_, checkpoint_, layout_);
     const bool alone = options_.only_rank >= 0;
     if (alone && (options_.tp < 2 || options_.only_rank >= options_.tp))
         bad_input("--rank {} needs --tp of at least 2 and a rank below it", options_.only_rank);
@@ -50,21 +51,26 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (alone)
         log::info("rank {} of {} alone: each collective a modelled wait of {} us",
                   options_.only_rank, options_.tp, options_.modelled_collective_us);
-    if (options_.tp > 1)
+    if (options_.tp > 1 && !options_.planned_kv_dtype)
         log::info("layout: {} ({} routed experts {})", layout_.label(), config_.n_routed_experts,
                   layout_.expert_parallel() ? "placed whole, a block per rank"
                                             : "each split over the ranks");
     // Decided before any weight is read: an unusable KV setting never fails after loading.
     std::string note;
-    kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
-    if (options_.device == Device::Cuda && options_.kv_cache_dtype == KvCacheDtype::Auto &&
-        kv_dtype_ == DType::F32)
-        kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
+    if (options_.planned_kv_dtype) {
+        kv_dtype_ = *options_.planned_kv_dtype;
+    } else {
+        kv_dtype_ = resolve_kv_cache_dtype(options_.kv_cache_dtype, config_, &note);
+        if (options_.device == Device::Cuda && options_.kv_cache_dtype == KvCacheDtype::Auto &&
+            kv_dtype_ == DType::F32)
+            kv_dtype_ = DType::BF16;  // the GPU's default latent cache: half the bytes of F32
+    }
     if (!note.empty()) log::info("{}", note);
     if (options_.device == Device::Cuda) {  // the kernels, or why a GPU cannot run the model
         // Each rank's choices, for its GPU and its shards; the lines are said once (the
-        // choices are the same on every GPU that can run them, and the ranks' shapes are even).
-        // (One rank alone: its choices alone, on its one GPU.)
+        // choices are the same on every GPU that can run them, and the ranks' shapes are even),
+        // and not at all where a run plan has printed them. (One rank alone: its choices alone,
+        // on its one GPU.)
         for (int r = 0; r < options_.tp; ++r) {
             if (alone && r != options_.only_rank) {
                 kernel_choices_.emplace_back();
@@ -74,7 +80,7 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
             const GpuKernelPlan plan =
                 gpu_kernel_plan(config_, checkpoint_, kv_dtype_, d, layout_.of_rank(r));
             if (!plan.stop.empty()) bad_input("--device cuda: {}", plan.stop);
-            if (r == (alone ? options_.only_rank : 0))
+            if (r == (alone ? options_.only_rank : 0) && !options_.planned_kv_dtype)
                 for (const std::string& line : plan.lines) log::info("{}", line);
             kernel_choices_.push_back(plan.choices);
         }

@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct WorkerGroupOptions {
     // alone; its logits are not the model's.
     int only_rank = -1;
     double modelled_collective_us = 0;
+    // Set when a run plan (plan/run_plan.h) decided the run: the latent cache's dtype; the plan
+    // has checked the GPUs' kernels and the layout and printed them, so the workers do not.
+    std::optional<DType> planned_kv_dtype;
 };
 
 class WorkerGroup {
@@ -77,6 +81,8 @@ class WorkerGroup {
     // With only_rank: the collectives its steps have issued so far (all-reduces, gathers).
     int64_t modelled_all_reduces() const;
     int64_t modelled_gathers() const;
+    // The ranks' communicator group (null for one GPU rank): what it measured at start.
+    const CommGroup* comm_group() const { return group_.get(); }
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
     // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
     // not marked host, and only the host rows' logits are written. The results of the step's

@@ -130,6 +130,9 @@ std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank
 double cuda_copy_bandwidth(int index) {
     return cuda::copy_bandwidth(index);
 }
+bool cuda_memory_in_use(int index, uint64_t* used) {
+    return cuda::memory_in_use(index, used);
+}
 Topology gpu_topology() {
     return cuda::probe_cuda_topology();
 }
@@ -172,6 +175,9 @@ std::unique_ptr<Communicator> make_modelled_gpu_communicator(int, int, double, O
 }
 double cuda_copy_bandwidth(int) {
     return 0.0;
+}
+bool cuda_memory_in_use(int, uint64_t*) {
+    return false;
 }
 Topology gpu_topology() {
     return probe_topology();

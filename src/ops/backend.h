@@ -45,6 +45,10 @@ std::unique_ptr<Ops> make_cuda_ops(int index, const KernelChoices& choices, bool
 // median of several), the roofline's bandwidth; 0 without the backend.
 double cuda_copy_bandwidth(int index);
 
+// Bytes in use on GPU `index` (total - free, as cudaMemGetInfo sees it: every process's); false
+// without the backend or that GPU.
+bool cuda_memory_in_use(int index, uint64_t* used);
+
 // A communicator for one rank on one GPU (world 1): collectives are device-memory copies.
 std::unique_ptr<Communicator> make_single_gpu_communicator();
 

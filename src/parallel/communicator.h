@@ -42,6 +42,10 @@ class CommGroup {
     // A rank failed: every rank waiting in a collective (on the host, or on the device where the
     // library can abort its kernels) stops and throws.
     virtual void abort(const std::string& why) { barrier().abort(why); }
+    // What the group measured at start for its all-reduce: the bytes from which two-shot runs
+    // (-1: one-shot at every size) and the line that says so; empty when nothing was measured.
+    virtual int64_t measured_two_shot_from() const { return -1; }
+    virtual std::string measured_all_reduce() const { return ""; }
 };
 
 }  // namespace myriad

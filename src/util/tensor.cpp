@@ -1,5 +1,7 @@
 #include "util/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -53,10 +55,19 @@ std::string Tensor::shape_str() const {
 }
 
 void Buffer::Free::operator()(void* p) const {
-    std::free(p);
+    if (mapped > 0)
+        munmap(p, mapped);
+    else
+        std::free(p);
 }
 
-Buffer::Buffer(size_t bytes) : size_(bytes) {
+Buffer::Buffer(size_t bytes, bool lazy) : size_(bytes) {
+    if (lazy && bytes > 0) {
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) internal_error("out of host memory mapping {} bytes", bytes);
+        data_ = std::unique_ptr<void, Free>(p, Free{bytes});
+        return;
+    }
     size_t rounded = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
     if (p == nullptr) internal_error("out of host memory allocating {} bytes", bytes);

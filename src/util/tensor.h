@@ -43,16 +43,19 @@ struct Tensor {
     std::string shape_str() const;
 };
 
-// Owned, aligned host memory; the backing store of CPU tensors.
+// Owned, aligned, zeroed host memory; the backing store of CPU tensors. `lazy` (the CPU's KV
+// cache) maps fresh anonymous pages, which the kernel zeroes as they are first touched: a cache
+// of --kv-cache-memory takes memory as it fills, not at start.
 class Buffer {
   public:
     Buffer() = default;
-    explicit Buffer(size_t bytes);
+    explicit Buffer(size_t bytes, bool lazy = false);
     void* data() const { return data_.get(); }
     size_t size() const { return size_; }
 
   private:
     struct Free {
+        size_t mapped;  // bytes of an anonymous mapping (0, value-initialised: aligned_alloc)
         void operator()(void* p) const;
     };
     std::unique_ptr<void, Free> data_;

@@ -86,7 +86,8 @@ Weight CpuOps::load_weight(const WeightSource& s) {
 }
 
 std::shared_ptr<void> CpuOps::allocate(Tensor& t) {
-    auto buf = std::make_shared<Buffer>(t.nbytes());
+    // Long-lived (the KV cache): pages taken as they are first written.
+    auto buf = std::make_shared<Buffer>(t.nbytes(), /*lazy=*/true);
     t.data = buf->data();
     t.device = Device::Cpu;
     return buf;

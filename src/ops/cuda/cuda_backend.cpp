@@ -44,6 +44,21 @@ bool device_info(int index, std::string* name, int* cc, uint64_t* memory, int* s
     return true;
 }
 
+bool memory_in_use(int index, uint64_t* used) {
+    if (index < 0 || index >= device_count(nullptr)) return false;
+    int current = 0;
+    if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(index) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    size_t free = 0, total = 0;
+    const bool ok = cudaMemGetInfo(&free, &total) == cudaSuccess;
+    if (!ok) cudaGetLastError();
+    cudaSetDevice(current);
+    if (ok) *used = total - free;
+    return ok;
+}
+
 std::unique_ptr<Ops> make_ops(int index, const KernelChoices& choices, bool graphs) {
     std::string why;
     const int n = device_count(&why);

@@ -26,5 +26,7 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
 std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
                                                              Ops& ops);
 double copy_bandwidth(int index);
+// Bytes in use on GPU `index` (total - free, every process's); false if there is none.
+bool memory_in_use(int index, uint64_t* used);
 
 }  // namespace myriad::cuda

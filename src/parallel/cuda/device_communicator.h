@@ -37,6 +37,13 @@ class DeviceCommGroup final : public CommGroup {
     int world() const { return static_cast<int>(devices_.size()); }
     RankBarrier& barrier() override { return barrier_; }
     const PeerChoice& choice() const { return choice_; }
+    int64_t measured_two_shot_from() const override {
+        return choice_.two_shot_from == SIZE_MAX ? -1 : static_cast<int64_t>(choice_.two_shot_from);
+    }
+    std::string measured_all_reduce() const override {
+        return choice_.peer ? "one-shot/two-shot us: " + choice_.measured
+                            : "copies through the host: " + choice_.why_not;
+    }
 
   private:
     friend class DeviceCommunicator;
