@@ -26,7 +26,7 @@ fi
 # Wheels the GPU-side Python tests import that the host's image may lack: openai, pytest,
 # requests, tiktoken (test_generate_chat's tokenizer oracle) and what they need. pip resolves
 # the dependencies for the host's Python 3.12.
-wheels=(openai==1.109.1 pytest requests tiktoken jinja2)
+wheels=(openai==1.109.1 anthropic pytest requests tiktoken jinja2 jsonschema)
 if ! ls "$out"/whl/tiktoken-*.whl >/dev/null 2>&1; then
     python3 -m pip download --quiet --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \

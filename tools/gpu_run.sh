@@ -140,7 +140,7 @@ fi
 if [ "$have_myriad" = 1 ] && [ "${GPU_PY:-1}" = 1 ]; then
     python3 -m venv --system-site-packages "$root/.gpu-venv" >/dev/null 2>&1 &&
         "$root/.gpu-venv/bin/pip" install --quiet --no-index --find-links "$bundle/whl" \
-            openai pytest requests tiktoken jinja2 \
+            openai anthropic pytest requests tiktoken jinja2 jsonschema \
             >"$OUT/pip.log" 2>&1 || echo "gpu_run: no venv with openai (see pip.log)"
     for t in ${GPU_PY_FILES:-test_serve test_serve_real_model test_chat test_generate_chat}; do
         # shellcheck disable=SC2086  # GPU_PY_ARGS is a word list (e.g. -k tp8)

@@ -38,7 +38,7 @@ fi
 if [ ! -x .gpu-venv/bin/python ] || ! .gpu-venv/bin/python -c "import openai, pytest, tiktoken" 2>/dev/null; then
     python3 -m venv --system-site-packages .gpu-venv >/dev/null 2>&1 &&
         .gpu-venv/bin/pip install --quiet --no-index --find-links .gpu-bundle/whl \
-            openai pytest requests tiktoken jinja2 >"$OUT/pip.log" 2>&1 ||
+            openai anthropic pytest requests tiktoken jinja2 jsonschema >"$OUT/pip.log" 2>&1 ||
         say "kimi_layout_check: no venv with openai (see pip.log)"
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$report"
