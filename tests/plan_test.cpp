@@ -199,8 +199,8 @@ TEST(PlanKv, BytesPerTokenAndReserves) {
 
 struct Acceptance {
     Plan plan;
-    const Layout& tp(int n) const {
-        for (const Layout& l : plan.layouts)
+    const LayoutFit& tp(int n) const {
+        for (const LayoutFit& l : plan.layouts)
             if (l.tp == n && l.ep == 1) return l;
         throw std::runtime_error("no layout");
     }
@@ -246,7 +246,7 @@ TEST(PlanLayouts, KimiK25AcceptanceTp4AndTp8) {
 TEST(PlanLayouts, KimiK25KvCapacityBf16AndFp8) {
     for (KvCacheDtype kv : {KvCacheDtype::Bf16, KvCacheDtype::Fp8}) {
         const Acceptance a = plan_kimi("8x96GB", kv, 32768, 4);
-        const Layout& l = a.tp(8);
+        const LayoutFit& l = a.tp(8);
         const int64_t kv_token = 61 * 576 * (kv == KvCacheDtype::Bf16 ? 2 : 1);
         EXPECT_EQ(l.kv_bytes_per_token, kv_token);
         const int64_t free = 96'000'000'000 - KimiBytes::sharded(8) - KimiBytes::replicated() -
@@ -278,7 +278,7 @@ TEST(PlanLayouts, TooFewGpusAndIndivisibleTp) {
     PlanOptions o;
     o.gpus = parse_gpu_spec("8x80GB");
     const Plan p = make_plan(c, weights_from_config(c), o);
-    for (const Layout& l : p.layouts) {
+    for (const LayoutFit& l : p.layouts) {
         if (l.tp == 8) {
             EXPECT_FALSE(l.fits);
             EXPECT_NE(l.reason.find("num_attention_heads"), std::string::npos) << l.reason;

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "engine/ngram_drafter.h"
+#include "engine/ngram_index.h"
 #include "golden_reference.h"
 #include "model_runner.h"
 #include "random_model.h"
@@ -39,6 +40,38 @@ TEST(NgramDraft, TakesWhatFollowedTheMostRecentLongestMatch) {
     // A run of one token proposes more of it; k = 0 proposes nothing.
     EXPECT_EQ(ngram_draft(std::vector<TokenId>{8, 8, 8}, 3, 1, 4), (std::vector<TokenId>{8}));
     EXPECT_TRUE(ngram_draft(t, 0, 1, 4).empty());
+}
+
+// The index's drafts are ngram_draft's, token for token, as a sequence grows one token at a time
+// (small vocabularies, so most suffixes recur), for every (k, min_n, max_n) the flags allow here.
+TEST(NgramDraft, IndexMatchesTheScanAsTheSequenceGrows) {
+    std::mt19937 rng(12345);
+    int64_t drafts = 0;
+    for (int vocab : {2, 3, 5, 40}) {
+        for (int trial = 0; trial < 6; ++trial) {
+            const int64_t k = 1 + trial % 4, min_n = 1 + trial % 2, max_n = 2 + trial % 4;
+            std::vector<TokenId> t;
+            NgramIndex index;
+            std::uniform_int_distribution<int> tok(0, vocab - 1);
+            for (int i = 0; i < 300; ++i) {
+                // Now and then copy an earlier stretch, as an answer repeating its prompt does.
+                if (i > 20 && i % 37 == 0) {
+                    const size_t from = static_cast<size_t>(tok(rng)) % (t.size() - 10);
+                    for (size_t j = 0; j < 8; ++j) t.push_back(t[from + j]);
+                }
+                t.push_back(tok(rng));
+                const std::vector<TokenId> want = ngram_draft(t, k, min_n, max_n);
+                ASSERT_EQ(index.draft(t, k, min_n, max_n), want)
+                    << "vocab " << vocab << ", length " << t.size() << ", k " << k << ", n "
+                    << min_n << ".." << max_n;
+                drafts += want.empty() ? 0 : 1;
+            }
+            // A shorter sequence (another one) rebuilds the index.
+            const std::vector<TokenId> other(t.begin(), t.begin() + 50);
+            EXPECT_EQ(index.draft(other, k, min_n, max_n), ngram_draft(other, k, min_n, max_n));
+        }
+    }
+    EXPECT_GT(drafts, 1000);  // the comparison covered drafts, not only empty answers
 }
 
 TEST(NgramDraft, LengthFollowsTheAcceptance) {

@@ -68,13 +68,7 @@ SpeculativeConfig speculative_config(const std::string& method, int64_t num_toke
 void check_engine_flags(const EngineFlags& f) {
     resolve_device(f.device, f.tp, nullptr, f.devices);  // exits 2 naming the flag if it cannot
     parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
-    if (f.tp < 1) bad_input("--tp {} must be at least 1", f.tp);
-    if (f.threads < 0) bad_input("--threads {} must be at least 0", f.threads);
-    if (f.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", f.max_num_seqs);
-    if (f.max_num_batched_tokens < 1)
-        bad_input("--max-num-batched-tokens {} must be at least 1", f.max_num_batched_tokens);
-    if (f.naive_context_tokens < 1)
-        bad_input("--naive-context-tokens {} must be at least 1", f.naive_context_tokens);
+    plan::check_run_flags(run_flags(f));
     speculative_config(f.speculative, f.num_speculative_tokens);
 }
 

@@ -25,8 +25,8 @@ std::vector<TokenId> ngram_draft(std::span<const TokenId> tokens, int64_t k, int
 
 void NgramDrafter::propose(const std::vector<Sequence*>& seqs) {
     for (Sequence* seq : seqs)
-        seq->draft = ngram_draft(seq->tokens, seq->draft_limit, config_.prompt_lookup_min,
-                                 config_.prompt_lookup_max);
+        seq->draft = seq->ngram_index.draft(seq->tokens, seq->draft_limit,
+                                            config_.prompt_lookup_min, config_.prompt_lookup_max);
 }
 
 }  // namespace myriad

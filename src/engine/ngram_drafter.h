@@ -1,7 +1,9 @@
 // NgramDrafter: prompt lookup. The sequence's last n tokens (n from prompt_lookup_max down to
 // prompt_lookup_min) are looked for earlier in its own tokens, prompt and output alike; the
 // tokens that followed the most recent match are the draft. Agents rewrite files they were
-// shown and repeat arguments they read, so much of an answer is already in its prompt.
+// shown and repeat arguments they read, so much of an answer is already in its prompt. The
+// drafter looks up through each sequence's NgramIndex (ngram_index.h); ngram_draft is the
+// definition it matches.
 #pragma once
 
 #include <span>

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/ngram_index.h"
 #include "engine/request.h"
 #include "engine/sampling_params.h"
 #include "engine/token_processor.h"
@@ -38,6 +39,7 @@ struct Sequence {
     // adapts to the sequence's recent acceptance; 0 until the engine's drafter sets it).
     std::vector<TokenId> draft;
     int64_t draft_limit = 0;
+    NgramIndex ngram_index;  // the ngram drafter's lookup over tokens (empty unless it runs)
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
     int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - num_computed; }

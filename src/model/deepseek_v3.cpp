@@ -103,6 +103,9 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     const int64_t n_layers = config_.num_hidden_layers;
     if (n_layers > 0) ops_.rmsnorm(h, weights_.layers[0].input_norm, eps, x);
     for (int64_t l = 0; l < n_layers; ++l) {
+        // A layer's scratch is its own: what it computes lands in h, x and y, so the next layer
+        // reuses the memory (a long prefill of 61 layers would otherwise hold 61 layers' worth).
+        const ScratchMark layer_mark = ops_.mark_scratch();
         const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
         attention(w, cache.layer(l), step, x, y);
         comm_.all_reduce_sum(y);
@@ -116,6 +119,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
             ops_.add_rmsnorm(h, y, weights_.layers[static_cast<size_t>(l + 1)].input_norm, eps, x);
         else
             ops_.add(h, y);
+        ops_.release_scratch(layer_mark);
     }
 
     if (!step.logprob_spans.empty()) logprob_rows(step, h, logprobs);

@@ -41,7 +41,7 @@ std::string gb(int64_t bytes) {
     return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9);
 }
 
-std::string Layout::label() const {
+std::string LayoutFit::label() const {
     return myriad::Layout(tp, ep > 1).label();
 }
 
@@ -101,7 +101,7 @@ Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions
         if (c.n_routed_experts >= n) shapes.push_back({n, n});
 
     for (auto [tp, ep] : shapes) {
-        Layout l;
+        LayoutFit l;
         l.tp = tp;
         l.ep = ep;
         l.dp = 1;
@@ -152,18 +152,18 @@ Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions
         plan.layouts.push_back(l);
     }
     for (size_t i = 0; i < plan.layouts.size(); ++i) {
-        const Layout& l = plan.layouts[i];
+        const LayoutFit& l = plan.layouts[i];
         if (!l.fits) continue;
         if (!plan.chosen) {
             plan.chosen = i;
             continue;
         }
-        const Layout& best = plan.layouts[*plan.chosen];
+        const LayoutFit& best = plan.layouts[*plan.chosen];
         if (l.gpus < best.gpus || (l.gpus == best.gpus && l.ep == 1 && best.ep > 1))
             plan.chosen = i;
     }
     if (plan.chosen && c.n_routed_experts > 0) {
-        const Layout& l = plan.layouts[*plan.chosen];
+        const LayoutFit& l = plan.layouts[*plan.chosen];
         if (l.tp == 1) {
             plan.moe_note = "one GPU holds every expert";
         } else if (l.ep == 1) {
@@ -172,7 +172,7 @@ Plan make_plan(const ModelConfig& c, const WeightInventory& w, const PlanOptions
                 "GPUs (vLLM's and SGLang's default; every rank busy on every token); "
                 "--expert-parallel places whole experts instead";
         } else {
-            for (const Layout& t : plan.layouts)
+            for (const LayoutFit& t : plan.layouts)
                 if (t.tp == l.tp && t.ep == 1)
                     plan.moe_note = fmt::format(
                         "expert parallel (serve --expert-parallel): TP={} with experts "

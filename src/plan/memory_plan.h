@@ -48,7 +48,9 @@ struct PlanOptions {
     int64_t cuda_graph_bytes = int64_t{1} << 30;
 };
 
-struct Layout {
+// One candidate layout of the plan and what it leaves for the KV cache (the parallel layout itself,
+// who holds which shard, is myriad::Layout in parallel/layout.h).
+struct LayoutFit {
     int gpus = 1, tp = 1, ep = 1, dp = 1;
     bool fits = false;
     GpuWeightBytes weights;  // per GPU
@@ -65,7 +67,7 @@ struct Layout {
 };
 
 struct Plan {
-    std::vector<Layout> layouts;
+    std::vector<LayoutFit> layouts;
     std::optional<size_t> chosen;  // index into layouts
     DType kv_dtype = DType::BF16;
     std::string kv_note;   // where the KV dtype came from

@@ -14,7 +14,7 @@ std::string kv_dtype_name(DType d) {
     return d == DType::F8_E4M3 ? "fp8" : d == DType::F32 ? "fp32" : "bf16";
 }
 
-nlohmann::ordered_json layout_json(const Layout& l) {
+nlohmann::ordered_json layout_json(const LayoutFit& l) {
     nlohmann::ordered_json j;
     j["gpus"] = l.gpus;
     j["tp"] = l.tp;
@@ -57,7 +57,7 @@ nlohmann::ordered_json plan_json(const PlanSubject& s, const Plan& plan) {
     j["context"] = plan.context;
     j["concurrency"] = plan.concurrency;
     nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
-    for (const Layout& l : plan.layouts) layouts.push_back(layout_json(l));
+    for (const LayoutFit& l : plan.layouts) layouts.push_back(layout_json(l));
     j["layouts"] = layouts;
     j["moe_layout"] = plan.moe_note;
     j["chosen"] = plan.chosen ? layout_json(plan.layouts[*plan.chosen]) : nlohmann::ordered_json();
@@ -102,7 +102,7 @@ std::string plan_text(const PlanSubject& s, const Plan& plan) {
                      "gpus", "weights/GPU", "sharded", "replicated", "reserve", "free", "KV tokens",
                      "max context", "fits"));
     for (size_t i = 0; i < plan.layouts.size(); ++i) {
-        const Layout& l = plan.layouts[i];
+        const LayoutFit& l = plan.layouts[i];
         const bool known = l.gpu_bytes > 0;
         line(fmt::format("{:<22} {:>4} {:>11} {:>11} {:>11} {:>9} {:>10} {:>12} {:>11}  {}",
                          l.label(), l.gpus, gb(l.weights.total()), gb(l.weights.sharded),
@@ -114,7 +114,7 @@ std::string plan_text(const PlanSubject& s, const Plan& plan) {
     }
     line("");
     if (plan.chosen) {
-        const Layout& l = plan.layouts[*plan.chosen];
+        const LayoutFit& l = plan.layouts[*plan.chosen];
         line(fmt::format(
             "chosen       {} on {} GPU(s): {} of weights and {} of reserves per GPU, {} for "
             "{} KV tokens; up to {} tokens of context for each of {} sequence(s)",
@@ -127,7 +127,7 @@ std::string plan_text(const PlanSubject& s, const Plan& plan) {
         line("chosen       none: no layout fits");
     }
     // Without GPUs every layout has the same reason, which the gpus line already gives.
-    for (const Layout& l : plan.layouts)
+    for (const LayoutFit& l : plan.layouts)
         if (!l.fits && !s.gpus.empty()) line("  " + l.reason);
     return out;
 }

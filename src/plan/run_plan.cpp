@@ -42,7 +42,9 @@ std::string list(const std::vector<int>& v) {
     return fmt::format("{}", fmt::join(v, ","));
 }
 
-void check_flags(const RunFlags& f) {
+}  // namespace
+
+void check_run_flags(const RunFlags& f) {
     if (f.tp < 1) bad_input("--tp {} must be at least 1", f.tp);
     if (f.threads < 0) bad_input("--threads {} must be at least 0", f.threads);
     if (f.max_num_seqs < 1) bad_input("--max-num-seqs {} must be at least 1", f.max_num_seqs);
@@ -60,6 +62,8 @@ void check_flags(const RunFlags& f) {
     if (f.device != "auto" && f.device != "cpu" && f.device != "cuda")
         bad_input("--device {}: use auto, cpu or cuda", f.device);
 }
+
+namespace {
 
 // The device and each rank's GPU, decided on `machine`'s GPUs (as resolve_device does on this
 // process's), then whether the kernels can run the checkpoint there.
@@ -320,7 +324,7 @@ MachineGpus probe_machine() {
 }
 
 RunPlan make_run_plan(const RunFlags& f, const ModelHeaders& m, const MachineGpus& machine) {
-    check_flags(f);
+    check_run_flags(f);
     MYRIAD_CHECK(m.config && m.weights, "a run plan without the model's config and weights");
     const ModelConfig& c = *m.config;
     RunPlan p;

@@ -137,6 +137,10 @@ struct RunPlan {
 // nearest configuration that works when the combination cannot run.
 RunPlan make_run_plan(const RunFlags& flags, const ModelHeaders& model, const MachineGpus& machine);
 
+// Exits 2 naming the flag when a value of `flags` is out of its range (make_run_plan calls it;
+// commands call it before they open the model).
+void check_run_flags(const RunFlags& flags);
+
 nlohmann::ordered_json run_plan_json(const RunPlan& plan);
 // A crossover: "256 KiB"; -1: "never (one-shot at every size)".
 std::string size_label(int64_t bytes);

@@ -1,17 +1,22 @@
 // Speculative decoding on the CUDA backend: greedy output with drafts (ngram, and a replay
 // drafter whose drafts are partly wrong) equals the output without, on every golden checkpoint
-// — token for token up to the first position where the plain run's top-2 margin is below 1e-3
-// (verification rows are computed by other kernels than decode rows: the absorbed attention
-// over several rows of a sequence, no CUDA graph, so a near-tie may flip). Mixed batches:
+// — token for token up to the first near-tie of the plain run (verification rows are computed by
+// other kernels than decode rows: the absorbed attention over several rows of a sequence, no
+// CUDA graph, so a near-tie may flip). In exact mode (F32 activations) a near-tie is a top-2
+// margin below 1e-3, as the issue states; in the default BF16 mode the logits move by about 1e-2
+// of their size between kernels (differential_test.cpp measures it), so there a near-tie is a
+// margin below 1e-2 of the row's largest |logit|. Mixed batches:
 // some sequences speculate, some do not, some prefill (a small token budget), with the prefix
 // cache on; the device samples (one GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "engine/engine.h"
 #include "golden_reference.h"
+#include "gpu_test_util.h"
 #include "model_runner.h"
 #include "sampling_runs.h"
 
@@ -27,7 +32,7 @@ struct Greedy {
 
 Greedy run(WorkerGroup& workers, const std::vector<std::vector<TokenId>>& prompts,
            const std::vector<int64_t>& max_tokens, std::shared_ptr<Drafter> drafter,
-           SpeculativeMethod method, int64_t k) {
+           SpeculativeMethod method, int64_t k, bool relative) {
     auto margins = std::make_shared<std::map<std::pair<uint64_t, int64_t>, float>>();
     const int64_t vocab = workers.config().vocab_size;
     EngineConfig ec;
@@ -39,10 +44,12 @@ Greedy run(WorkerGroup& workers, const std::vector<std::vector<TokenId>>& prompt
     // The plain run's margins (its rows then come back to the host); the speculating runs
     // sample on the device.
     if (!ec.drafter && method == SpeculativeMethod::None)
-        ec.logits_observer = [margins, vocab](uint64_t id, int64_t pos, const float* l) {
+        ec.logits_observer = [margins, vocab, relative](uint64_t id, int64_t pos, const float* l) {
             std::vector<float> v(l, l + vocab);
+            float biggest = 0;
+            for (float x : v) biggest = std::max(biggest, std::abs(x));
             std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<>());
-            (*margins)[{id, pos}] = v[0] - v[1];
+            (*margins)[{id, pos}] = relative && biggest > 0 ? (v[0] - v[1]) / biggest : v[0] - v[1];
         };
     Engine engine(workers, ec);
     std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -72,10 +79,13 @@ Greedy run(WorkerGroup& workers, const std::vector<std::vector<TokenId>>& prompt
     return g;
 }
 
-class GpuSpeculative : public ::testing::TestWithParam<std::string> {};
+class GpuSpeculative : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(GpuSpeculative, GreedyOutputUnchangedUpToANearTie) {
-    const std::string dir = golden_dir(GetParam());
+    const auto& [name, exact] = GetParam();
+    KernelOverrides mode(exact ? "exact=1" : "exact=0");
+    const float near_tie = exact ? 1e-3f : 1e-2f;  // absolute in exact mode, else relative
+    const std::string dir = golden_dir(name);
     LoadedModel m;
     m.config = load_model_config(dir);
     m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
@@ -84,7 +94,7 @@ TEST_P(GpuSpeculative, GreedyOutputUnchangedUpToANearTie) {
     wo.device = Device::Cuda;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
     ASSERT_TRUE(m.workers->backend_samples());
-    auto ref = load_golden_reference(GetParam());
+    auto ref = load_golden_reference(name);
     std::vector<std::vector<TokenId>> prompts;
     std::vector<int64_t> max_tokens;
     for (const auto& p : ref.p) {
@@ -97,7 +107,8 @@ TEST_P(GpuSpeculative, GreedyOutputUnchangedUpToANearTie) {
     }
     prompts.push_back(ref.p[0].ids);  // from the prefix cache
     max_tokens.push_back(11);
-    const Greedy plain = run(*m.workers, prompts, max_tokens, nullptr, SpeculativeMethod::None, 3);
+    const Greedy plain =
+        run(*m.workers, prompts, max_tokens, nullptr, SpeculativeMethod::None, 3, !exact);
     for (int64_t k : {2, 5}) {
         for (int with_replay = 0; with_replay < 2; ++with_replay) {
             SCOPED_TRACE(::testing::Message()
@@ -107,7 +118,7 @@ TEST_P(GpuSpeculative, GreedyOutputUnchangedUpToANearTie) {
                                : nullptr;
             const Greedy g =
                 run(*m.workers, prompts, max_tokens, drafter,
-                    with_replay ? SpeculativeMethod::None : SpeculativeMethod::Ngram, k);
+                    with_replay ? SpeculativeMethod::None : SpeculativeMethod::Ngram, k, !exact);
             EXPECT_GT(g.stats.spec_draft_tokens, 0);
             if (with_replay) {
                 EXPECT_GT(g.stats.spec_accepted_tokens, 0);
@@ -117,17 +128,23 @@ TEST_P(GpuSpeculative, GreedyOutputUnchangedUpToANearTie) {
                 SCOPED_TRACE(::testing::Message() << "request " << i);
                 ASSERT_EQ(g.tokens[i].size(), plain.tokens[i].size());
                 for (size_t j = 0; j < plain.tokens[i].size(); ++j) {
-                    if (plain.margins[i][j] < 1e-3f) break;  // a near-tie: may go either way
-                    ASSERT_EQ(g.tokens[i][j], plain.tokens[i][j]) << "token " << j;
+                    if (plain.margins[i][j] < near_tie) break;  // may go either way
+                    ASSERT_EQ(g.tokens[i][j], plain.tokens[i][j])
+                        << "token " << j << ", plain margin " << plain.margins[i][j];
                 }
             }
         }
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Goldens, GpuSpeculative,
-                         ::testing::ValuesIn(std::vector<std::string>(std::begin(kGoldenModels),
-                                                                      std::end(kGoldenModels))));
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, GpuSpeculative,
+    ::testing::Combine(::testing::ValuesIn(std::vector<std::string>(std::begin(kGoldenModels),
+                                                                    std::end(kGoldenModels))),
+                       ::testing::Bool()),
+    [](const auto& info) {
+        return std::get<0>(info.param) + (std::get<1>(info.param) ? "_exact" : "_bf16");
+    });
 
 }  // namespace
 }  // namespace myriad::testing
