@@ -1,6 +1,7 @@
 #include "cli/bench_dataset.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -146,7 +147,8 @@ std::vector<CodeEditRecord> load_code_edit_dataset(const std::string& file,
         const auto& all = j["tokens"];
         if (!all.contains(tokens)) {
             std::string names;
-            for (const auto& [k, v] : all.items()) names += (names.empty() ? "" : ", ") + k;
+            for (auto it = all.begin(); it != all.end(); ++it)
+                names += (names.empty() ? "" : ", ") + it.key();
             bad_input(
                 "{}: no token ids of tokenizer \"{}\" (it has {}); choose one with "
                 "--dataset-tokens",

@@ -23,6 +23,7 @@
 #include "cli/bench_dataset.h"
 #include "cli/commands.h"
 #include "engine/device_choice.h"
+#include "engine/scheduler.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/linear_format.h"
