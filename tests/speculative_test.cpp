@@ -274,6 +274,51 @@ TEST(SpeculativeShipped, GreedyOutputUnchangedAndDraftsAccepted) {
 // Sampling: over many seeds, with a draft token that is sometimes right, the first drafted
 // position's tokens have the distribution of those without speculation (total variation far
 // below what accepting drafts blindly would give) — here draw for draw.
+// EngineConfig::draft_forced (bench-model --dataset): an answer forced through a model is drafted
+// and verified like a generated one. The forced tokens come out in order whatever the drafts; an
+// answer that copies its prompt has drafts accepted, each draft's rejected rows rolled back (no
+// block left in use); without draft_forced, forced tokens are never drafted.
+TEST(SpeculativeForced, ForcedAnswersDraftedWhenAsked) {
+    auto model = load_model(std::string(MYRIAD_SOURCE_DIR) + "/models/myriad-tiny", 1);
+    std::vector<TokenId> prompt;
+    std::mt19937 rng(3);
+    for (int i = 0; i < 60; ++i) prompt.push_back(static_cast<TokenId>(100 + rng() % 500));
+    // The answer: the prompt's tokens 10..39 with two edits, then tokens 5..19.
+    std::vector<TokenId> answer(prompt.begin() + 10, prompt.begin() + 40);
+    answer[7] = 7;
+    answer[21] = 21;
+    answer.insert(answer.end(), prompt.begin() + 5, prompt.begin() + 20);
+    for (bool draft_forced : {false, true}) {
+        SCOPED_TRACE(draft_forced ? "draft_forced" : "forced tokens never drafted");
+        EngineConfig ec;
+        ec.check_invariants = true;
+        ec.speculative.method = SpeculativeMethod::Ngram;
+        ec.speculative.num_speculative_tokens = 4;
+        ec.draft_forced = draft_forced;
+        Engine engine(*model->workers, ec);
+        SamplingParams p;
+        p.temperature = 0;
+        p.ignore_eos = true;
+        p.max_tokens = static_cast<int64_t>(answer.size());
+        p.forced_tokens = answer;
+        auto h = engine.submit(prompt, p);
+        engine.run_until_idle();
+        std::vector<TokenId> out;
+        RequestOutput o;
+        while (h->try_next(o)) out.insert(out.end(), o.tokens.begin(), o.tokens.end());
+        EXPECT_EQ(out, answer);
+        const EngineStats st = engine.stats();
+        if (draft_forced) {
+            EXPECT_GT(st.spec_accepted_tokens, 20);
+            EXPECT_LT(st.spec_accepted_tokens, st.spec_draft_tokens);  // the edits are rejected
+            EXPECT_LT(st.steps, static_cast<int64_t>(answer.size()));
+        } else {
+            EXPECT_EQ(st.spec_draft_tokens, 0);
+        }
+        EXPECT_EQ(engine.block_manager().num_used(), 0);
+    }
+}
+
 TEST(SpeculativeSampling, DistributionOverSeedsUnchanged) {
     TempDir dir;
     write_random_model(dir.path(), small_config(), 11);

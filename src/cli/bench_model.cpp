@@ -20,8 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_dataset.h"
 #include "cli/commands.h"
 #include "engine/device_choice.h"
+#include "engine/scheduler.h"
 #include "engine/worker_group.h"
 #include "format/checkpoint.h"
 #include "model/linear_format.h"
@@ -61,7 +63,22 @@ struct BenchArgs {
     bool json = false;
     int64_t spec_len = 0;      // --spec-len K: also time steps verifying K draft tokens a sequence
     double accept_rate = 0.7;  // --accept-rate R: each draft token accepted with probability R
+    std::string dataset;       // --dataset FILE: the code-editing workload (bench_dataset.h)
+    std::string dataset_tokens;  // its tokenizer's ids to use (default: by the model)
+    bool force_answers = false;  // force the dataset's answers (always with --random)
+    int64_t requests = 0;        // --dataset: its first N records (0: all)
 };
+
+// The dataset's tokenizer for this model: --dataset-tokens, else the one of the --random shape's
+// vocabulary (bench/data/code_edit.jsonl's keys), else the model folder's name.
+std::string dataset_tokens(const BenchArgs& a, const std::string& model_path) {
+    if (!a.dataset_tokens.empty()) return a.dataset_tokens;
+    if (a.random == "moonlight") return "deepseek_v3";
+    if (a.random == "kimi-k2") return "cl100k_base";
+    const size_t slash = model_path.find_last_not_of('/');
+    const std::string trimmed = model_path.substr(0, slash + 1);
+    return trimmed.substr(trimmed.find_last_of('/') + 1);
+}
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -307,7 +324,12 @@ nlohmann::ordered_json check_against_cpu(const BenchArgs& a, Device device, int6
 int run_bench(const BenchArgs& in) {
     BenchArgs a = in;
     const bool random = !a.random.empty();
-    if (a.batches.empty()) a.batches = random ? "1,8,32,64" : "1,4,16";
+    const bool dataset = !a.dataset.empty();
+    if (a.batches.empty()) a.batches = dataset ? "1,8" : (random ? "1,8,32,64" : "1,4,16");
+    if (dataset && a.spec_len == 0) a.spec_len = 3;
+    if (!dataset && (!a.dataset_tokens.empty() || a.force_answers || a.requests != 0))
+        bad_input("--dataset-tokens, --force-answers and --requests apply to --dataset only");
+    if (a.requests < 0) bad_input("--requests {} must not be negative", a.requests);
     if (a.prompt_len == 0) a.prompt_len = random ? 512 : 128;
     const std::vector<int64_t> batches = parse_batches(a.batches);
     if (a.prompt_len < 1 || a.decode_steps < 1)
@@ -347,8 +369,19 @@ int run_bench(const BenchArgs& in) {
     // (plan/run_plan.h), before any weight is built or read; the cache holds exactly the
     // benchmark's sequences.
     const int64_t warm_steps = 3, stat_steps = 2;
-    const int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
-                            (warm_steps + a.decode_steps) * (a.spec_len + 1);
+    int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
+                      (warm_steps + a.decode_steps) * (a.spec_len + 1);
+    std::vector<CodeEditRecord> records;
+    if (dataset) {  // each sequence holds its prompt, its answer and a last draft
+        records = load_code_edit_dataset(a.dataset, dataset_tokens(a, name), c.vocab_size);
+        if (a.requests > 0 && a.requests < static_cast<int64_t>(records.size()))
+            records.resize(static_cast<size_t>(a.requests));
+        per_seq = 0;
+        for (const CodeEditRecord& r : records)
+            per_seq =
+                std::max<int64_t>(per_seq, static_cast<int64_t>(r.prompt.size() + r.answer.size()));
+        per_seq += a.spec_len + 1;
+    }
     // One rank alone (--rank) is no run the plan knows (its layout needs GPUs this machine may
     // not have): its device is chosen as one rank's, and its shard's kernels by the workers.
     plan::RunPlan run;
@@ -368,7 +401,8 @@ int run_bench(const BenchArgs& in) {
         rf.threads = a.threads;
         rf.max_model_len = std::min(per_seq, c.max_position_embeddings);
         rf.max_num_seqs = max_batch;
-        rf.max_num_batched_tokens = std::max(max_batch, a.prompt_len);
+        rf.max_num_batched_tokens =
+            dataset ? SchedulerConfig{}.max_num_batched_tokens : std::max(max_batch, a.prompt_len);
         rf.kv_blocks = (per_seq + kKvBlockSize - 1) / kKvBlockSize * max_batch;
         plan::WeightInventory inventory;
         if (random) {
@@ -412,6 +446,29 @@ int run_bench(const BenchArgs& in) {
     auto t_load = Clock::now();
     WorkerGroup workers(c, ckpt, wo);
     const double load_s = seconds_since(t_load);
+    if (dataset) {
+        DatasetBenchOptions o;
+        o.concurrencies = batches;
+        o.spec_len = a.spec_len;
+        o.force = random || a.force_answers;
+        o.json = a.json;
+        if (!a.json)
+            std::printf("%s: %.1f s to build, %.2f GB of weights\n", name.c_str(), load_s,
+                        workers.weight_bytes_per_rank() / 1e9);
+        const nlohmann::ordered_json res = run_dataset_bench(workers, records, o);
+        if (a.json) {
+            const nlohmann::ordered_json out = {{"model", name},
+                                                {"device", a.device},
+                                                {"tp", a.tp},
+                                                {"dataset", a.dataset},
+                                                {"forced_answers", o.force},
+                                                {"spec_len", a.spec_len},
+                                                {"check", check},
+                                                {"results", res}};
+            std::printf("%s\n", out.dump(2).c_str());
+        }
+        return 0;
+    }
     const bool gpu = device == Device::Cuda;
     const double bandwidth = gpu ? cuda_copy_bandwidth(0) : host_copy_bandwidth();
     // One rank alone: the bytes it holds (its shard); else the whole model on the one device.
@@ -668,6 +725,18 @@ Run add_bench_model(CLI::App& app) {
     app.add_option("--accept-rate", a->accept_rate,
                    "--spec-len: the forced probability that each draft token is accepted, until "
                    "the first rejection (default 0.7)");
+    app.add_option("--dataset", a->dataset,
+                   "run the code-editing workload instead (bench/data/code_edit.jsonl, by "
+                   "tools/make_code_edit_dataset.py) at each --batch concurrency (default 1,8), "
+                   "without and with ngram speculation (--spec-len, default 3): accepted tokens a "
+                   "step and tok/s per sequence; --random models are forced through its answers");
+    app.add_option("--dataset-tokens", a->dataset_tokens,
+                   "--dataset: whose token ids to use (myriad-tiny, deepseek_v3, cl100k_base; "
+                   "default: the model folder's name, deepseek_v3 for --random moonlight, "
+                   "cl100k_base for kimi-k2)");
+    app.add_option("--requests", a->requests, "--dataset: run its first N records (default: all)");
+    app.add_flag("--force-answers", a->force_answers,
+                 "--dataset: force the answers on a model folder too (default: it generates)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_flag("--expert-parallel", a->expert_parallel, "whole routed experts per rank");
     app.add_option("--rank", a->rank,

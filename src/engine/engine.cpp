@@ -219,13 +219,15 @@ void Engine::finish(Sequence* seq, FinishReason reason, RequestOutput out) {
 }
 
 // Speculation: every decoding sequence that may take a draft gets one from the drafter (maybe
-// empty). Not while forced tokens remain (they are not sampled), nor past the context.
+// empty). Not while forced tokens remain (they are not sampled; unless draft_forced), nor past
+// the context.
 void Engine::propose_drafts() {
     if (!drafter_) return;
     std::vector<Sequence*> seqs;
     for (Sequence* seq : scheduler_.all()) {
         seq->draft.clear();
-        if (!seq->decoding() || seq->processor.forced(seq->num_output()) >= 0) continue;
+        if (!seq->decoding()) continue;
+        if (!config_.draft_forced && seq->processor.forced(seq->num_output()) >= 0) continue;
         if (seq->handle && seq->handle->paused()) continue;
         if (seq->draft_limit == 0) seq->draft_limit = config_.speculative.num_speculative_tokens;
         seqs.push_back(seq);

@@ -39,6 +39,10 @@ struct EngineConfig {
     // A drafter of the caller's instead of speculative.method's (tests; num_speculative_tokens
     // still bounds its drafts).
     std::shared_ptr<Drafter> drafter;
+    // Drafts for sequences whose next tokens are forced too (bench-model --dataset: a model of
+    // random weights forced through real answers, verified as if it had written them). Off, a
+    // forced token is never drafted: it is known without the model.
+    bool draft_forced = false;
 #ifdef NDEBUG
     bool check_invariants = false;  // block manager checks after every step (tests, debug builds)
 #else

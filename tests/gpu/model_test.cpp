@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "golden_reference.h"
 #include "gpu_test_util.h"
@@ -185,10 +186,12 @@ struct GraphMode : KernelOverrides {
     explicit GraphMode(bool on) : KernelOverrides(on ? "graphs=1" : "graphs=0") {}
 };
 
-// Batched decode (4 sequences, 6 steps, context growing across blocks) with CUDA graphs on and
-// off, both against the CPU: with graphs on, steps after the second of a batch size replay the
-// captured graph on new inputs (counted), and must give the CPU's logits like the op-by-op run.
-TEST(GpuGraphs, BatchedDecodeReplaysMatchCpu) {
+// Batched decode of 4 sequences with CUDA graphs on and off, both against the CPU: step i gives
+// every sequence rows_per_step[i] rows (1: plain decode; r > 1: its last token and a draft of
+// r - 1, every row's logits, as a speculative verification step), the context growing across
+// blocks. With graphs on, a shape's steps after its second replay the graph captured for it (one
+// per rows a sequence) on new inputs, and must give the CPU's logits like the op-by-op run.
+void graphs_match_cpu(const std::vector<int64_t>& rows_per_step) {
     std::string why;
     ASSERT_GT(cuda_device_count(&why), 0) << why;
     ExactMode exact(true);
@@ -197,10 +200,17 @@ TEST(GpuGraphs, BatchedDecodeReplaysMatchCpu) {
     const std::vector<int32_t>& prompt = ref.p[0].ids;
     auto cpu = load_on(dir, Device::Cpu, KvCacheDtype::Bf16);
     const int64_t vocab = cpu->config.vocab_size, bs = cpu->workers->options().kv_block_size;
-    const int64_t seqs = 4, steps = 6, per_seq = 4;  // sequence s uses blocks [4s, 4s + 4)
+    const int64_t seqs = 4, per_seq = 6;  // sequence s uses blocks [6s, 6s + 6)
     const int64_t past = std::min<int64_t>(static_cast<int64_t>(prompt.size()) - seqs, 40);
+    int64_t added = 0, max_rows = 0;
+    std::map<int64_t, int64_t> shapes;  // rows a sequence -> steps of that shape
+    for (int64_t r : rows_per_step) {
+        added += r;
+        max_rows = std::max(max_rows, r);
+        ++shapes[r];
+    }
     ASSERT_GT(past, 0);
-    ASSERT_LE(past + steps, per_seq * bs);
+    ASSERT_LE(past + added, per_seq * bs);
     auto prefill = [&](int64_t s) {  // sequence s: the prompt from token s, `past` tokens
         StepInput st;
         SeqSlice q;
@@ -218,46 +228,72 @@ TEST(GpuGraphs, BatchedDecodeReplaysMatchCpu) {
         st.seqs = {q};
         return st;
     };
-    auto decode = [&](int64_t step) {
+    auto decode = [&](int64_t step, int64_t from, int64_t r) {  // positions [from, from + r)
         StepInput st;
         for (int64_t s = 0; s < seqs; ++s) {
             SeqSlice q;
-            q.q_begin = s;
-            q.q_len = 1;
-            q.ctx_len = past + step + 1;
+            q.q_begin = s * r;
+            q.q_len = r;
+            q.draft = r - 1;
+            q.ctx_len = from + r;
             for (int64_t b = 0; b * bs < q.ctx_len; ++b)
                 q.block_table.push_back(static_cast<BlockId>(s * per_seq + b));
-            st.token_ids.push_back(prompt[static_cast<size_t>((s * 7 + step) % past)]);
-            st.positions.push_back(static_cast<int32_t>(past + step));
-            st.slots.push_back(s * per_seq * bs + past + step);
-            st.logit_rows.push_back(static_cast<int32_t>(s));
+            for (int64_t i = 0; i < r; ++i) {
+                st.token_ids.push_back(prompt[static_cast<size_t>((s * 7 + step * 3 + i) % past)]);
+                st.positions.push_back(static_cast<int32_t>(from + i));
+                st.slots.push_back(s * per_seq * bs + from + i);
+                st.logit_rows.push_back(static_cast<int32_t>(s * r + i));
+            }
             st.seqs.push_back(q);
         }
         return st;
     };
     auto run = [&](WorkerGroup& w) {
-        std::vector<float> out, logits(static_cast<size_t>(seqs * vocab));
+        std::vector<float> out, logits(static_cast<size_t>(seqs * max_rows * vocab));
         for (int64_t s = 0; s < seqs; ++s) w.step(prefill(s), logits.data());
-        for (int64_t i = 0; i < steps; ++i) {
-            w.step(decode(i), logits.data());
-            out.insert(out.end(), logits.begin(), logits.end());
+        int64_t from = past;
+        for (size_t i = 0; i < rows_per_step.size(); ++i) {
+            const int64_t r = rows_per_step[i];
+            w.step(decode(static_cast<int64_t>(i), from, r), logits.data());
+            out.insert(out.end(), logits.begin(), logits.begin() + seqs * r * vocab);
+            from += r;
         }
         return out;
     };
+    int64_t want_replays = 0, want_verify = 0;
+    for (auto [r, n] : shapes) {
+        want_replays += std::max<int64_t>(0, n - 2);
+        if (r > 1) want_verify += std::max<int64_t>(0, n - 2);
+    }
     const std::vector<float> want = run(*cpu->workers);
     for (bool graphs : {true, false}) {
         GraphMode mode(graphs);
         auto gpu = load_on(dir, Device::Cuda, KvCacheDtype::Bf16);
         const int64_t before = cuda::graph_replays_total();
-        const std::vector<float> got = run(*gpu->workers);
+        const int64_t verify_before = cuda::graph_verify_replays_total();
+        std::vector<float> got = run(*gpu->workers);
         const int64_t replays = cuda::graph_replays_total() - before;
+        const int64_t verify = cuda::graph_verify_replays_total() - verify_before;
         Compare c;
         compare(got, want, vocab, c);
-        std::printf("graphs %-3s: %lld replays, worst ‖gpu−cpu‖/‖cpu‖ %.2e over %d rows\n",
-                    graphs ? "on" : "off", (long long)replays, c.worst_rel, c.rows);
-        EXPECT_EQ(replays, graphs ? steps - 2 : 0);
+        std::printf(
+            "graphs %-3s: %lld replays (%lld verifying drafts), worst ‖gpu−cpu‖/‖cpu‖ %.2e over "
+            "%d rows\n",
+            graphs ? "on" : "off", (long long)replays, (long long)verify, c.worst_rel, c.rows);
+        EXPECT_EQ(replays, graphs ? want_replays : 0);
+        EXPECT_EQ(verify, graphs ? want_verify : 0);
         EXPECT_LE(c.worst_rel, kLogitTol);
     }
+}
+
+TEST(GpuGraphs, BatchedDecodeReplaysMatchCpu) {
+    graphs_match_cpu({1, 1, 1, 1, 1, 1});
+}
+
+// Speculative verification steps: a graph per rows a sequence (drafts of 1 and 3 tokens),
+// captured and replayed beside the plain decode graph, each on its own inputs.
+TEST(GpuGraphs, VerificationStepsReplayMatchCpu) {
+    graphs_match_cpu({1, 1, 1, 2, 2, 2, 4, 4, 4, 2, 1, 4});
 }
 
 }  // namespace

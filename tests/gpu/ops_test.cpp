@@ -319,13 +319,15 @@ class GpuCache : public GpuOpsTest, public ::testing::WithParamInterface<DType> 
     }
     double tol() const { return GetParam() == DType::F32 ? kF32Tol : kBf16Tol; }
     void append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
-                              const std::vector<int64_t>& lens);
+                              const std::vector<int64_t>& lens, int64_t rows_per_seq = 0);
 };
 
 // Append, gather and absorbed attention over the cache for sequences of `lens` context keys,
-// with each decode kernel (KernelChoices::decode_attention and decode_threads).
+// with each decode kernel (KernelChoices::decode_attention and decode_threads). rows_per_seq > 0:
+// every sequence's last min(rows_per_seq, context) tokens are the step's rows, as in a step
+// verifying drafts (its last token and the draft, causal among them).
 void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
-                                    const std::vector<int64_t>& lens) {
+                                    const std::vector<int64_t>& lens, int64_t rows_per_seq) {
     const int64_t bs = 16, nope = 24;
     int64_t blocks = 0;
     for (int64_t n : lens) blocks += (n + bs - 1) / bs;
@@ -395,7 +397,9 @@ void GpuCache::append_gather_attend(int64_t latent, int64_t rope, int64_t heads,
     dec.logit_rows.clear();
     int64_t row = 0;
     for (auto& s : dec.seqs) {
-        const int64_t q_len = s.ctx_len > 30 && seqs > 1 ? 3 : 1;
+        const int64_t q_len = rows_per_seq > 0 ? std::min(rows_per_seq, s.ctx_len)
+                                               : (s.ctx_len > 30 && seqs > 1 ? 3 : 1);
+        s.draft = q_len - 1;
         for (int64_t i = 0; i < q_len; ++i) {
             dec.token_ids.push_back(1);
             dec.positions.push_back(static_cast<int32_t>(s.ctx_len - q_len + i));
@@ -449,6 +453,30 @@ TEST_P(GpuCache, AppendGatherAndAbsorbedAttention) {
                          << "latent " << latent << " rope " << rope << " heads " << heads
                          << " contexts up to " << *std::max_element(lens->begin(), lens->end()));
             append_gather_attend(latent, rope, heads, *lens);
+        }
+    }
+}
+
+// Verification steps (speculative decoding): every sequence brings 1 to 5 rows (its last token
+// and a draft of 0 to 4), each row attending causally to the keys up to its own position, over
+// short, long and mixed contexts; the golden checkpoints' latent shapes (kv_lora_rank 32, rope 16
+// or 32, 4 or 8 heads), Moonlight's (512 + 64, 16 heads) and Kimi-K2's (64 heads; 8 at TP 8).
+TEST_P(GpuCache, DecodeAttentionOfDraftRows) {
+    const std::vector<int64_t> mixed{37, 5, 70, 2, 130}, long_ctx{450, 29, 700}, one{900};
+    for (auto [latent, rope, heads] : {std::tuple<int64_t, int64_t, int64_t>{32, 16, 4},
+                                       std::tuple<int64_t, int64_t, int64_t>{32, 32, 4},
+                                       std::tuple<int64_t, int64_t, int64_t>{32, 16, 8},
+                                       std::tuple<int64_t, int64_t, int64_t>{512, 64, 16},
+                                       std::tuple<int64_t, int64_t, int64_t>{512, 64, 64},
+                                       std::tuple<int64_t, int64_t, int64_t>{512, 64, 8}}) {
+        for (int64_t rows = 1; rows <= 5; ++rows) {
+            for (const auto* lens : {&mixed, &long_ctx, &one}) {
+                SCOPED_TRACE(::testing::Message()
+                             << "latent " << latent << " rope " << rope << " heads " << heads
+                             << " rows a sequence " << rows << " contexts up to "
+                             << *std::max_element(lens->begin(), lens->end()));
+                append_gather_attend(latent, rope, heads, *lens, rows);
+            }
         }
     }
 }

@@ -1,9 +1,15 @@
-// CudaOps: decode steps recorded as CUDA graphs, one per batch size, and replayed.
+// CudaOps: decode steps recorded as CUDA graphs, one per (sequences, rows a sequence), and
+// replayed.
 //
-// A decode step of a batch size runs op by op the first time (lazy tables are built, the
-// arena reaches its size); the second time it is captured (the kernels are recorded on the
-// stream, then the graph runs); later steps of that size upload their inputs into the metadata
-// block at the same offsets and replay the graph: no op is called on the host at all.
+// A decode step of a shape runs op by op the first time (lazy tables are built, the arena
+// reaches its size); the second time it is captured (the kernels are recorded on the stream,
+// then the graph runs); later steps of that shape upload their inputs into the metadata block at
+// the same offsets and replay the graph: no op is called on the host at all.
+//
+// Rows a sequence: 1 for plain decode, k + 1 for a step verifying a draft of k tokens for every
+// sequence (speculation; the absorbed decode attention takes the rows of a sequence causally, so
+// the recorded kernels are those of any step of the shape). A step whose sequences carry drafts
+// of different lengths, or mix drafting and plain sequences, runs op by op.
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -16,25 +22,39 @@
 namespace myriad::cuda {
 
 namespace {
-// Batch sizes above this run op by op (each graph is captured once and kept).
+// Steps of more rows than this run op by op (each graph is captured once and kept).
 constexpr int64_t kMaxGraphRows = 512;
-std::atomic<int64_t> g_replays{0};
+// A key is sequences * kKeyRowsBase + rows a sequence (so at most kKeyRowsBase - 1 rows).
+constexpr int64_t kKeyRowsBase = 64;
+std::atomic<int64_t> g_replays{0}, g_verify_replays{0};
+
+int64_t key_rows(int64_t key) {
+    return key / kKeyRowsBase * (key % kKeyRowsBase);
+}
 }  // namespace
 
 int64_t graph_replays_total() {
     return g_replays.load();
 }
 
+int64_t graph_verify_replays_total() {
+    return g_verify_replays.load();
+}
+
 int64_t CudaOps::decode_key(const StepInput& st) {
-    const int64_t t = st.num_tokens();
-    if (t == 0 || t > kMaxGraphRows || static_cast<int64_t>(st.seqs.size()) != t ||
+    const int64_t t = st.num_tokens(), n = static_cast<int64_t>(st.seqs.size());
+    if (t == 0 || n == 0 || t > kMaxGraphRows || t % n != 0 ||
         static_cast<int64_t>(st.logit_rows.size()) != t || !st.logprob_spans.empty())
         return -1;
-    for (int64_t i = 0; i < t; ++i) {
+    const int64_t r = t / n;  // rows a sequence: the same for every one
+    if (r >= kKeyRowsBase) return -1;
+    for (int64_t i = 0; i < n; ++i) {
         const SeqSlice& s = st.seqs[static_cast<size_t>(i)];
-        if (s.q_len != 1 || s.q_begin != i || st.logit_rows[static_cast<size_t>(i)] != i) return -1;
+        if (s.q_len != r || s.draft != r - 1 || s.q_begin != i * r) return -1;
     }
-    return t;
+    for (int64_t i = 0; i < t; ++i)
+        if (st.logit_rows[static_cast<size_t>(i)] != i) return -1;
+    return n * kKeyRowsBase + r;
 }
 
 void CudaOps::drop_graphs() {
@@ -69,9 +89,9 @@ void CudaOps::finish_capture(Tensor src) {
     if (e != cudaSuccess || graph == nullptr) {
         cudaGetLastError();
         internal_error(
-            "CUDA graph capture of a decode step of {} rows failed: {}; run with "
+            "CUDA graph capture of a decode step of {} sequences of {} rows failed: {}; run with "
             "MYRIAD_KERNELS=graphs=0",
-            key, cudaGetErrorString(e));
+            key / kKeyRowsBase, key % kKeyRowsBase, cudaGetErrorString(e));
     }
     StepGraph g;
     const cudaError_t ie = cudaGraphInstantiate(&g.exec, graph, 0);
@@ -90,8 +110,9 @@ bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
     const int64_t key = decode_key(st);
     auto it = graphs_.find(key);
     if (key < 0 || it == graphs_.end()) return false;
-    MYRIAD_CHECK(it->second.bytes == static_cast<size_t>(key * width) * sizeof(float),
-                 "graph of {} rows holds {} bytes of logits, expected rows of {}", key,
+    const int64_t rows = key_rows(key);
+    MYRIAD_CHECK(it->second.bytes == static_cast<size_t>(rows * width) * sizeof(float),
+                 "graph of {} rows holds {} bytes of logits, expected rows of {}", rows,
                  it->second.bytes, width);
     step_ = &st;
     stage_step(st);
@@ -101,8 +122,9 @@ bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
     check_cuda(cudaGraphLaunch(it->second.exec, stream_), "graph replay");
     ++graph_replays_;
     ++g_replays;
+    if (key % kKeyRowsBase > 1) ++g_verify_replays;
     if (sampling) {  // the recorded logits, sampled where they are
-        sample(Tensor(const_cast<void*>(it->second.out), DType::F32, {key, width}, Device::Cuda),
+        sample(Tensor(const_cast<void*>(it->second.out), DType::F32, {rows, width}, Device::Cuda),
                *sampling, tokens, logits);
         return true;
     }

@@ -64,6 +64,8 @@ class DeviceBuffer {
 
 // Decode steps replayed from CUDA graphs by every CudaOps of the process (tests).
 int64_t graph_replays_total();
+// Of those, the steps verifying drafts (more than one row a sequence).
+int64_t graph_verify_replays_total();
 
 class CudaOps final : public Ops {
   public:
@@ -230,7 +232,8 @@ class CudaOps final : public Ops {
     const Weight* exact_low(const Weight& w) const;
 
     // ---- CUDA graphs (cuda_graphs.cpp) ----
-    // Rows of a decode step (every sequence q_len 1, logits for every row, in order), else -1.
+    // The graph key of a decode step: every sequence q_len r (1, or a draft of r - 1 tokens),
+    // logits for every row, in order; sequences * 64 + r, else -1 (cuda_graphs.cpp).
     static int64_t decode_key(const StepInput& st);
     // Fills the pinned staging block and uploads it (begin_step without the bookkeeping).
     void stage_step(const StepInput& st);
