@@ -171,13 +171,14 @@ double worst_norm_error(const std::vector<float>& x, const std::vector<double>& 
 struct Case {
     int64_t rows, d;
     bool w_bf16;
+    PeerAlgo algo;
     std::unique_ptr<DeviceBuf<float>> y, y_sum, h0, h, x, h_ref, x_ref, w;
     cudaGraphExec_t exec = nullptr;
 };
 
-Case make_case(int rank, int64_t rows, int64_t d, bool w_bf16, cudaStream_t s) {
+Case make_case(int rank, int64_t rows, int64_t d, bool w_bf16, PeerAlgo algo, cudaStream_t s) {
     const int64_t n = rows * d;
-    Case c{rows, d, w_bf16};
+    Case c{rows, d, w_bf16, algo};
     for (auto* b : {&c.y, &c.y_sum, &c.h0, &c.h, &c.x, &c.h_ref, &c.x_ref})
         *b = std::make_unique<DeviceBuf<float>>(n);
     c.w = std::make_unique<DeviceBuf<float>>(d);
@@ -195,8 +196,8 @@ Case make_case(int rank, int64_t rows, int64_t d, bool w_bf16, cudaStream_t s) {
     return c;
 }
 
-// Records: h = h0, x poisoned (NaN), the fused collective; then the unfused path into h_ref and
-// x_ref (its own copy of y, which the all-reduce writes).
+// Records: h = h0, x poisoned (NaN), the fused collective; then the unfused path with the same
+// algorithm into h_ref and x_ref (the all-reduce into y_sum, then add_rmsnorm).
 void record(Case& c, const cuda::PeerView& view, bool bf16_wire, cudaStream_t s) {
     const int64_t n = c.rows * c.d;
     const size_t bytes = sizeof(float) * n;
@@ -204,12 +205,12 @@ void record(Case& c, const cuda::PeerView& view, bool bf16_wire, cudaStream_t s)
     ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
     cudaMemcpyAsync(c.h->p, c.h0->p, bytes, cudaMemcpyDeviceToDevice, s);
     cudaMemsetAsync(c.x->p, 0xff, bytes, s);
-    cuda::peer_all_reduce_add_rmsnorm(view, c.y->p, c.h->p, c.w->p, c.w_bf16, c.rows, c.d, kEps,
-                                      c.x->p, bf16_wire, s);
+    cuda::peer_all_reduce_add_rmsnorm(view, c.algo, c.y->p, c.h->p, c.w->p, c.w_bf16, c.rows, c.d,
+                                      kEps, c.x->p, bf16_wire, s);
     cudaMemcpyAsync(c.h_ref->p, c.h0->p, bytes, cudaMemcpyDeviceToDevice, s);
     cudaMemsetAsync(c.x_ref->p, 0xff, bytes, s);
     cudaMemsetAsync(c.y_sum->p, 0xff, bytes, s);
-    cuda::peer_all_reduce(view, PeerAlgo::OneShot, c.y->p, c.y_sum->p, n, bf16_wire, s);
+    cuda::peer_all_reduce(view, c.algo, c.y->p, c.y_sum->p, n, bf16_wire, s);
     cuda::add_rmsnorm(c.h_ref->p, c.y_sum->p, c.w->p, c.w_bf16, c.rows, c.d, kEps, c.x_ref->p, s);
     ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&c.exec, graph, 0), cudaSuccess);
@@ -221,15 +222,25 @@ struct Shared {
     std::vector<std::vector<float>> h, x;
 };
 
-void check_cases(int world, const std::vector<std::pair<int64_t, int64_t>>& shapes, int replays,
+// Each shape with one-shot and with two-shot, a BF16 norm weight every other case.
+void check_cases(int world, const std::vector<std::pair<int64_t, int64_t>>& shape_list, int replays,
                  int check_every) {
     const bool bf16_wire = true;
+    struct Shape {
+        int64_t rows, d;
+        PeerAlgo algo;
+    };
+    std::vector<Shape> shapes;
+    for (auto [rows, d] : shape_list)
+        for (PeerAlgo algo : {PeerAlgo::OneShot, PeerAlgo::TwoShot})
+            shapes.push_back({rows, d, algo});
     std::vector<Shared> shared(shapes.size());
     for (Shared& sh : shared) sh.h.resize(world), sh.x.resize(world);
     run_ranks(one_gpu(world), bf16_wire, [&](int rank, DeviceCommunicator& comm, cudaStream_t s) {
         std::vector<Case> cases;
         for (size_t k = 0; k < shapes.size(); ++k) {
-            cases.push_back(make_case(rank, shapes[k].first, shapes[k].second, k % 2 == 1, s));
+            cases.push_back(
+                make_case(rank, shapes[k].rows, shapes[k].d, (k / 2) % 2 == 1, shapes[k].algo, s));
             record(cases.back(), comm.view(), bf16_wire, s);
         }
         comm.barrier();  // every rank's graphs exist before any replays
@@ -240,7 +251,8 @@ void check_cases(int world, const std::vector<std::pair<int64_t, int64_t>>& shap
             const std::string what = "rank " + std::to_string(rank) + " of " +
                                      std::to_string(world) + ", " + std::to_string(c.rows) + " x " +
                                      std::to_string(c.d) +
-                                     (c.w_bf16 ? " (BF16 norm)" : " (F32 norm)");
+                                     (c.w_bf16 ? " (BF16 norm, " : " (F32 norm, ") +
+                                     (c.algo == PeerAlgo::OneShot ? "one-shot)" : "two-shot)");
             int wrong_h = 0, wrong_x = 0, unlike_unfused = 0;
             double worst = 0;
             std::vector<float> h, x;
@@ -275,10 +287,10 @@ void check_cases(int world, const std::vector<std::pair<int64_t, int64_t>>& shap
     for (size_t k = 0; k < shapes.size(); ++k)
         for (int r = 1; r < world; ++r) {
             EXPECT_EQ(first_difference(shared[k].h[r], shared[k].h[0]), -1)
-                << shapes[k].first << " x " << shapes[k].second << ": rank " << r
+                << shapes[k].rows << " x " << shapes[k].d << ": rank " << r
                 << "'s residual is not rank 0's";
             EXPECT_EQ(first_difference(shared[k].x[r], shared[k].x[0]), -1)
-                << shapes[k].first << " x " << shapes[k].second << ": rank " << r
+                << shapes[k].rows << " x " << shapes[k].d << ": rank " << r
                 << "'s norm is not rank 0's";
         }
 }
@@ -299,35 +311,88 @@ TEST(GpuFusedCollectivesSmall, TwoRanksFewSizes) {
     check_cases(2, {{1, 2048}, {3, 7168}, {2, 64}}, 4, 2);
 }
 
-// The communicator fuses at one-shot sizes and leaves two-shot sizes to the unfused path
-// (MYRIAD_ALLREDUCE fixes the crossover); it never fuses what the kernel cannot take.
-TEST(GpuFusedCollectivesRouting, FusesTheOneShotTierOnly) {
+// One rank's view made by hand (no other rank to wait for, so it runs under compute-sanitizer
+// even where the tool serialises kernels): every buffer the kernel touches, at sizes that leave
+// no slack around the rows, against the CPU and the unfused path.
+TEST(GpuFusedCollectivesSmall, OneRankViewMatchesTheCpuAndTheUnfusedPath) {
+    std::string why;
+    ASSERT_GT(cuda_device_count(&why), 0) << why;
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    cuda::PeerView v;
+    v.world = 1;
+    v.rank = 0;
+    v.data_bytes = size_t{1} << 20;
+    v.sum_floats = size_t{1} << 18;
+    DeviceBuf<uint8_t> data(static_cast<int64_t>(2 * v.data_bytes));
+    DeviceBuf<float> sums(static_cast<int64_t>(2 * v.sum_floats));
+    DeviceBuf<uint32_t> flags(cuda::kPeerPhases * cuda::kPeerBlocks), epoch(cuda::kPeerBlocks);
+    cudaMemset(flags.p, 0, sizeof(uint32_t) * cuda::kPeerPhases * cuda::kPeerBlocks);
+    cudaMemset(epoch.p, 0, sizeof(uint32_t) * cuda::kPeerBlocks);
+    cuda::PeerFailure* failure = nullptr;
+    ASSERT_EQ(
+        cudaHostAlloc(reinterpret_cast<void**>(&failure), sizeof(*failure), cudaHostAllocMapped),
+        cudaSuccess);
+    std::memset(failure, 0, sizeof(*failure));
+    ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&v.failure), failure, 0),
+              cudaSuccess);
+    v.data[0] = data.p;
+    v.sums[0] = sums.p;
+    v.flags[0] = flags.p;
+    v.epoch = epoch.p;
+    v.timeout_ns = uint64_t{10} * 1000000000;
+    for (auto [rows, d] : {std::pair<int64_t, int64_t>{1, 2048}, {3, 7168}, {5, 64}}) {
+        for (bool w_bf16 : {false, true}) {
+            Case c = make_case(0, rows, d, w_bf16, PeerAlgo::OneShot, s);
+            record(c, v, true, s);
+            for (int i = 0; i < 3; ++i) ASSERT_EQ(cudaGraphLaunch(c.exec, s), cudaSuccess);
+            const int64_t n = rows * d;
+            const std::vector<float> h = fetch(c.h->p, n, s), x = fetch(c.x->p, n, s);
+            const Reference ref = reference(1, rows, d, true);
+            const std::string what = std::to_string(rows) + " x " + std::to_string(d);
+            EXPECT_EQ(first_difference(h, ref.h), -1) << what << ": the residual";
+            EXPECT_LT(worst_norm_error(x, ref.x), 1e-5) << what << ": the norm";
+            EXPECT_EQ(first_difference(h, fetch(c.h_ref->p, n, s)), -1) << what << " vs unfused";
+            EXPECT_EQ(first_difference(x, fetch(c.x_ref->p, n, s)), -1) << what << " vs unfused";
+            cudaGraphExecDestroy(c.exec);
+        }
+    }
+    EXPECT_EQ(failure->failed, 0u);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    cudaFreeHost(failure);
+    cudaStreamDestroy(s);
+}
+
+// The communicator fuses the one-shot and two-shot tiers (MYRIAD_ALLREDUCE fixes the crossover)
+// where the kernel takes the message, and leaves the rest to the unfused path: rows not of whole
+// vectors of 8, and (two-shot, whose h and x go through the sums buffer) 160 rows of 7168.
+TEST(GpuFusedCollectivesRouting, FusesWhatTheKernelTakes) {
     for (const char* forced : {"oneshot", "twoshot"}) {
         setenv("MYRIAD_ALLREDUCE", forced, 1);
+        const bool one = std::string(forced) == "oneshot";
         run_ranks(one_gpu(2), true, [&](int rank, DeviceCommunicator& comm, cudaStream_t s) {
-            const int64_t rows = 4, d = 2048, n = rows * d;
-            DeviceBuf<float> y(n), h(n), x(n), w(d), odd(n);
+            const int64_t big = 160 * 7168;
+            DeviceBuf<float> y(big), h(big), x(big), w(7168);
             comm.barrier();
+            auto t = [](float* p, int64_t rows, int64_t d) {
+                return Tensor(p, DType::F32, {rows, d}, Device::Cuda);
+            };
+            auto fuse = [&](int64_t rows, int64_t d) {
+                return comm.all_reduce_add_rmsnorm(t(y.p, rows, d), t(h.p, rows, d),
+                                                   Tensor(w.p, DType::F32, {d}, Device::Cuda), kEps,
+                                                   t(x.p, rows, d));
+            };
             cudaGraph_t graph;
             ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
-            const Tensor ty(y.p, DType::F32, {rows, d}, Device::Cuda),
-                th(h.p, DType::F32, {rows, d}, Device::Cuda),
-                tx(x.p, DType::F32, {rows, d}, Device::Cuda),
-                tw(w.p, DType::F32, {d}, Device::Cuda);
-            const bool fused = comm.all_reduce_add_rmsnorm(ty, th, tw, kEps, tx);
-            // Rows not of whole vectors of 8 (d = 2044) are never fused.
-            const bool odd_fused =
-                comm.all_reduce_add_rmsnorm(Tensor(odd.p, DType::F32, {4, 2044}, Device::Cuda),
-                                            Tensor(h.p, DType::F32, {4, 2044}, Device::Cuda),
-                                            Tensor(w.p, DType::F32, {2044}, Device::Cuda), kEps,
-                                            Tensor(x.p, DType::F32, {4, 2044}, Device::Cuda));
+            const bool small = fuse(4, 2048), odd = fuse(4, 2044), large = fuse(160, 7168);
             ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
-            cudaGraphDestroy(graph);
-            EXPECT_EQ(fused, std::string(forced) == "oneshot") << forced << ", rank " << rank;
-            EXPECT_FALSE(odd_fused) << forced << ", rank " << rank;
+            cudaGraphDestroy(graph);  // recorded, never run
+            EXPECT_TRUE(small) << forced << ", rank " << rank;
+            EXPECT_FALSE(odd) << forced << ", rank " << rank;
+            EXPECT_EQ(large, one) << forced << ", rank " << rank;
             // Op by op, ranks sharing a GPU meet on the host: nothing is fused.
-            if (std::string(forced) == "oneshot")
-                EXPECT_FALSE(comm.all_reduce_add_rmsnorm(ty, th, tw, kEps, tx)) << rank;
+            EXPECT_FALSE(fuse(4, 2048)) << forced << ", rank " << rank;
             comm.barrier();
         });
         unsetenv("MYRIAD_ALLREDUCE");

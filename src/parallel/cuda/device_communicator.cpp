@@ -396,14 +396,17 @@ bool DeviceCommunicator::all_reduce_add_rmsnorm(Tensor y, Tensor h, Tensor norm,
         "all_reduce_add_rmsnorm: y {}, h {}, x {} and norm {} of {} disagree", y.shape_str(),
         h.shape_str(), x.shape_str(), norm.shape_str(), dtype_name(norm.dtype));
     auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    // The one-shot tier only (two-shot sizes run unfused), in one round, aligned rows.
-    if (y.nbytes() >= std::min(group_->choice_.two_shot_from, group_->choice_.nccl_from) ||
-        !aligned(y.data) || !aligned(h.data) || (with_norm && !aligned(x.data)) ||
-        !peer_fuses_add_rmsnorm(view_, rows, d, bf16_wire_))
+    // The one-shot and two-shot tiers (NCCL sizes run unfused), in one round, aligned rows.
+    const size_t bytes = y.nbytes();
+    const PeerChoice& c = group_->choice_;
+    const PeerAlgo algo = bytes >= c.two_shot_from ? PeerAlgo::TwoShot : PeerAlgo::OneShot;
+    if (bytes >= c.nccl_from || !aligned(y.data) || !aligned(h.data) ||
+        (with_norm && !aligned(x.data)) ||
+        !peer_fuses_add_rmsnorm(view_, algo, rows, d, bf16_wire_))
         return false;
     if (failed_) check_step();
-    count(y.nbytes());
-    peer_all_reduce_add_rmsnorm(view_, y.ptr<float>(), h.ptr<float>(),
+    count(bytes);
+    peer_all_reduce_add_rmsnorm(view_, algo, y.ptr<float>(), h.ptr<float>(),
                                 with_norm ? norm.data : nullptr, norm.dtype == DType::BF16, rows, d,
                                 eps, with_norm ? x.ptr<float>() : nullptr, bf16_wire_, stream_);
     comm_check(cudaGetLastError(), "all_reduce_add_rmsnorm kernel");

@@ -224,15 +224,17 @@ __device__ __forceinline__ float norm_block_sum(float v) {
     return total;
 }
 
-// One-shot all-reduce of y [rows, d], then h += sum and (w set) x = rmsnorm(h) * w. Rounds and
-// flags as all_reduce_kernel; each block then takes whole rows (row = b, b + kPeerBlocks, ...),
-// so it waits for every block's flag. A row's sums are added to h in vectors of 8 (d % 8 == 0)
-// and kept in shared memory; the norm then runs over i = thread, thread + kThreads, ... in the
-// order of the ops' norm kernels, which makes its bits theirs.
+// All-reduce of y [rows, d], then h += sum and (w set) x = rmsnorm(h) * w. Rounds and flags as
+// all_reduce_kernel; each block then takes whole rows (row = b, b + kPeerBlocks, ...), so it
+// waits for every block's flag. A row's sums are added to h in vectors of 8 (d % 8 == 0) and kept
+// in shared memory; the norm then runs over i = thread, thread + kThreads, ... in the order of
+// the ops' norm kernels, which makes its bits theirs. One-shot: every rank does every row.
+// Two-shot: rank r does rows [seg * r, seg * (r + 1)) into its sums buffer ([n] of h, then [n]
+// of x), publishes them (flag[1]), and every rank copies each row from its owner.
 __global__ void __launch_bounds__(kThreads)
     all_reduce_add_rmsnorm_kernel(PeerView view, const float* y, float* h, const void* w,
                                   bool w_bf16, int64_t rows, int64_t d, float eps, float* x,
-                                  bool bf16) {
+                                  bool bf16, bool two_shot) {
     extern __shared__ float row_v[];  // [d]
     const uint32_t e = begin_round(view);
     const int parity = static_cast<int>(e & 1u);
@@ -245,7 +247,13 @@ __global__ void __launch_bounds__(kThreads)
         end_round(view, e);
         return;
     }
-    for (int64_t row = blockIdx.x; row < rows; row += kPeerBlocks) {
+    const int64_t seg = two_shot ? (rows + view.world - 1) / view.world : rows;
+    const int64_t first = two_shot ? seg * view.rank : 0;
+    const int64_t last = first + seg < rows ? first + seg : rows;
+    float* own_sums = view.sums[view.rank] + parity * view.sum_floats;
+    float* out_h = two_shot ? own_sums : h;
+    float* out_x = two_shot ? own_sums + n : x;
+    for (int64_t row = first + blockIdx.x; row < last; row += kPeerBlocks) {
         for (int64_t k = threadIdx.x; k < dv; k += kThreads) {
             const int64_t vec = row * dv + k;
             F8 acc = {};
@@ -256,7 +264,7 @@ __global__ void __launch_bounds__(kThreads)
                 sum.x[i] += acc.x[i];
                 row_v[k * kVec + i] = sum.x[i];
             }
-            store_output(h, vec * kVec, n, sum, true);
+            store_output(out_h, vec * kVec, n, sum, true);
         }
         if (!w) continue;  // the plain residual add (the last layer's)
         __syncthreads();
@@ -264,7 +272,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int64_t i = threadIdx.x; i < d; i += kThreads) ss += row_v[i] * row_v[i];
         ss = norm_block_sum(ss);
         const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-        float* xr = x + row * d;
+        float* xr = out_x + row * d;
         for (int64_t i = threadIdx.x; i < d; i += kThreads) {
             const float g =
                 w_bf16 ? __bfloat162float(__ushort_as_bfloat16(static_cast<const uint16_t*>(w)[i]))
@@ -272,6 +280,25 @@ __global__ void __launch_bounds__(kThreads)
             xr[i] = g * (row_v[i] * inv);
         }
         __syncthreads();  // row_v is the next row's
+    }
+    if (two_shot) {
+        publish(view, 1, e);
+        if (!wait_every_block(view, 1, e, kPeerAllReduce)) {
+            end_round(view, e);
+            return;
+        }
+        FOR_BLOCK_VECTORS(v, nv) {
+            const int owner = static_cast<int>(v / dv / seg);
+            const float4* src =
+                reinterpret_cast<const float4*>(view.sums[owner] + parity * view.sum_floats) +
+                2 * v;
+            float4 a = __ldcv(src), b = __ldcv(src + 1);
+            store_output(h, v * kVec, n, F8{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}}, true);
+            if (!w) continue;
+            a = __ldcv(src + n / 4);
+            b = __ldcv(src + n / 4 + 1);
+            store_output(x, v * kVec, n, F8{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}}, true);
+        }
     }
     end_round(view, e);
 }
@@ -336,16 +363,19 @@ void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* o
     }
 }
 
-bool peer_fuses_add_rmsnorm(const PeerView& v, int64_t rows, int64_t d, bool bf16_wire) {
+bool peer_fuses_add_rmsnorm(const PeerView& v, PeerAlgo algo, int64_t rows, int64_t d,
+                            bool bf16_wire) {
+    const int64_t n = rows * d;
     return rows >= 1 && d >= kVec && d % kVec == 0 && d <= kPeerFusedMaxWidth &&
-           rows * d <= peer_round_elems(v, bf16_wire);
+           n <= peer_round_elems(v, bf16_wire) &&
+           (algo == PeerAlgo::OneShot || 2 * n <= static_cast<int64_t>(v.sum_floats));
 }
 
-void peer_all_reduce_add_rmsnorm(const PeerView& v, const float* y, float* h, const void* w,
-                                 bool w_bf16, int64_t rows, int64_t d, float eps, float* x,
-                                 bool bf16_wire, cudaStream_t stream) {
+void peer_all_reduce_add_rmsnorm(const PeerView& v, PeerAlgo algo, const float* y, float* h,
+                                 const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
+                                 float* x, bool bf16_wire, cudaStream_t stream) {
     all_reduce_add_rmsnorm_kernel<<<kPeerBlocks, kThreads, sizeof(float) * d, stream>>>(
-        v, y, h, w, w_bf16, rows, d, eps, x, bf16_wire);
+        v, y, h, w, w_bf16, rows, d, eps, x, bf16_wire, algo == PeerAlgo::TwoShot);
 }
 
 void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,
