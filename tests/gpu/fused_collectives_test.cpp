@@ -169,16 +169,20 @@ double worst_norm_error(const std::vector<float>& x, const std::vector<double>& 
 
 // One case's buffers on a rank: y, the residual's start, h and x (fused), h and x (unfused).
 struct Case {
-    int64_t rows, d;
-    bool w_bf16;
-    PeerAlgo algo;
+    int64_t rows = 0, d = 0;
+    bool w_bf16 = false;
+    PeerAlgo algo = PeerAlgo::OneShot;
     std::unique_ptr<DeviceBuf<float>> y, y_sum, h0, h, x, h_ref, x_ref, w;
     cudaGraphExec_t exec = nullptr;
 };
 
 Case make_case(int rank, int64_t rows, int64_t d, bool w_bf16, PeerAlgo algo, cudaStream_t s) {
     const int64_t n = rows * d;
-    Case c{rows, d, w_bf16, algo};
+    Case c;
+    c.rows = rows;
+    c.d = d;
+    c.w_bf16 = w_bf16;
+    c.algo = algo;
     for (auto* b : {&c.y, &c.y_sum, &c.h0, &c.h, &c.x, &c.h_ref, &c.x_ref})
         *b = std::make_unique<DeviceBuf<float>>(n);
     c.w = std::make_unique<DeviceBuf<float>>(d);
