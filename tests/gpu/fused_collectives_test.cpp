@@ -410,15 +410,22 @@ TEST(GpuAllReduceTiers, RanksSharingAGpuHaveNoNcclTierAndSayWhy) {
     {
         auto g = cuda::make_device_comm_group(one_gpu(2));
         std::vector<std::thread> threads;
+        std::vector<std::string> errors(2);
         for (int r = 0; r < 2; ++r)
             threads.emplace_back([&, r] {
-                cudaSetDevice(0);
-                cudaStream_t s;
-                cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-                { DeviceCommunicator comm(g, r, s, true); }
-                cudaStreamDestroy(s);
+                try {
+                    cudaSetDevice(0);
+                    cudaStream_t s;
+                    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+                    { DeviceCommunicator comm(g, r, s, true); }
+                    cudaStreamDestroy(s);
+                } catch (const std::exception& e) {
+                    errors[static_cast<size_t>(r)] = e.what();
+                    g->barrier().abort(e.what());
+                }
             });
         for (auto& t : threads) t.join();
+        for (int r = 0; r < 2; ++r) ASSERT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
         line = g->measured_all_reduce();
         EXPECT_EQ(g->choice().nccl_from, SIZE_MAX) << line;
     }
