@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -33,6 +34,7 @@
 #include "ops/backend.h"
 #include "ops/expert_stats.h"
 #include "ops/step_sampling.h"
+#include "parallel/step_all_reduces.h"
 #include "plan/run_plan.h"
 #include "plan/weight_inventory.h"
 #include "util/error.h"
@@ -478,6 +480,12 @@ int run_bench(const BenchArgs& in) {
                                   double(dtype_size(workers.kv_cache_dtype())) *
                                   double(c.num_hidden_layers);
 
+    // The all-reduces each decode step issues, and what they cost by the start-up measurement
+    // (the group's, where it measured: GPU ranks with kernels over peer memory).
+    const CommGroup* comm = workers.comm_group();
+    if (comm && !comm->measured_all_reduce().empty() && !a.json)
+        std::printf("all-reduce: %s\n", comm->measured_all_reduce().c_str());
+
     std::mt19937 rng(1);
     std::vector<float> logits(
         static_cast<size_t>(std::max(max_batch * (a.spec_len + 1), a.prompt_len) * c.vocab_size));
@@ -546,9 +554,13 @@ int run_bench(const BenchArgs& in) {
         // The first decode step runs op by op: the collectives it issues are every step's.
         const int64_t reduces_before = workers.modelled_all_reduces();
         const int64_t gathers_before = workers.modelled_gathers();
+        const std::map<size_t, int64_t> counts_before =
+            comm ? comm->all_reduce_counts() : std::map<size_t, int64_t>{};
         decode();
         collectives.all_reduces = workers.modelled_all_reduces() - reduces_before;
         collectives.gathers = workers.modelled_gathers() - gathers_before;
+        const StepAllReduces step_reduces =
+            comm ? step_all_reduces(*comm, counts_before) : StepAllReduces{};
         for (int64_t i = 1; i < warm_steps; ++i) decode();
         const int64_t timed_past = past;
         auto t1 = Clock::now();
@@ -612,6 +624,17 @@ int run_bench(const BenchArgs& in) {
                            {"experts_uniform", uniform_distinct(c, batch)},
                            {"read_gb_s", gbs},
                            {"copy_gb_s", bandwidth / 1e9}});
+        if (!step_reduces.sizes.empty()) {
+            nlohmann::ordered_json sizes = nlohmann::ordered_json::array();
+            for (const StepAllReduces::Size& z : step_reduces.sizes)
+                sizes.push_back({{"bytes", z.bytes},
+                                 {"count", z.count},
+                                 {"algorithm", z.algorithm},
+                                 {"us_each", z.us}});
+            results.back()["all_reduces"] = {{"sizes", sizes},
+                                             {"ms_per_step", step_reduces.ms},
+                                             {"share_of_step", step_reduces.ms * 1e-3 / step_s}};
+        }
         if (alone) {
             nlohmann::ordered_json p = nlohmann::ordered_json::object();
             for (size_t i = 0; i < std::size(project_us); ++i)
@@ -633,6 +656,20 @@ int run_bench(const BenchArgs& in) {
                         (long long)batch, double(batch * a.prompt_len) / batch_prefill_s,
                         decode_tps, step_s * 1e3, step_bytes / double(batch) / 1e6, distinct,
                         uniform_distinct(c, batch), gbs, 100.0 * gbs * 1e9 / bandwidth);
+        if (!a.json && !step_reduces.sizes.empty()) {
+            std::string parts;
+            for (const StepAllReduces::Size& z : step_reduces.sizes)
+                parts +=
+                    fmt::format("{}{} of {} B ({}{})", parts.empty() ? "" : ", ", z.count, z.bytes,
+                                z.algorithm, z.us >= 0 ? fmt::format(", {:.1f} us", z.us) : "");
+            std::printf("       all-reduces a step: %s%s\n", parts.c_str(),
+                        step_reduces.ms >= 0
+                            ? fmt::format(" = {:.3f} ms ({:.0f}% of the step; times measured at "
+                                          "start)",
+                                          step_reduces.ms, 100.0 * step_reduces.ms * 1e-3 / step_s)
+                                  .c_str()
+                            : "");
+        }
         if (!a.json && a.spec_len > 0) {
             const double spec_tps = double(batch) * spec_tokens_per_step / spec_step_s;
             std::printf(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/residual_reduce.h"
 #include "util/error.h"
 
 namespace myriad {
@@ -98,8 +99,9 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     Tensor x = ops_.scratch(DType::F32, {t_count, hidden});
     Tensor y = ops_.scratch(DType::F32, {t_count, hidden});
     plan_attention(step);
-    // Each residual add is fused with the norm that follows it; x holds the normed input of
-    // the next sub-layer.
+    // Each sub-layer's all-reduce, residual add and the norm that follows are one seam
+    // (residual_reduce.h: one kernel where the communicator fuses them); x holds the normed input
+    // of the next sub-layer.
     const int64_t n_layers = config_.num_hidden_layers;
     if (n_layers > 0) ops_.rmsnorm(h, weights_.layers[0].input_norm, eps, x);
     for (int64_t l = 0; l < n_layers; ++l) {
@@ -108,17 +110,14 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
         const ScratchMark layer_mark = ops_.mark_scratch();
         const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
         attention(w, cache.layer(l), step, x, y);
-        comm_.all_reduce_sum(y);
-        ops_.add_rmsnorm(h, y, w.post_attention_norm, eps, x);
+        reduce_add_rmsnorm(comm_, ops_, y, h, &w.post_attention_norm, eps, x);
         if (w.moe)
             moe(l, w, x, y);
         else
             mlp(w.dense, x, y);
-        comm_.all_reduce_sum(y);
-        if (l + 1 < n_layers)
-            ops_.add_rmsnorm(h, y, weights_.layers[static_cast<size_t>(l + 1)].input_norm, eps, x);
-        else
-            ops_.add(h, y);
+        const Weight* next =
+            l + 1 < n_layers ? &weights_.layers[static_cast<size_t>(l + 1)].input_norm : nullptr;
+        reduce_add_rmsnorm(comm_, ops_, y, h, next, eps, x);
         ops_.release_scratch(layer_mark);
     }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "parallel/rank_barrier.h"
@@ -17,6 +19,15 @@ class Communicator {
     virtual int world() const = 0;
     // Sums `t` (F32) element-wise over all ranks, in place; every rank gets the same result.
     virtual void all_reduce_sum(Tensor t) = 0;
+    // The reduction that ends a sub-layer fused with what follows it: sums y [T, D] over ranks,
+    // adds the sum to the residual h [T, D], then, where `norm` has data (D values, F32 or BF16),
+    // writes x = rmsnorm(h) * norm with eps. False where this communicator has no fused form for
+    // the call (nothing done): the caller then runs all_reduce_sum and its ops' add_rmsnorm
+    // (model/residual_reduce.h), which is what a true return equals.
+    virtual bool all_reduce_add_rmsnorm(Tensor y, Tensor h, Tensor norm, float eps, Tensor x) {
+        (void)y, (void)h, (void)norm, (void)eps, (void)x;
+        return false;
+    }
     // Concatenates each rank's `in` along a new outermost axis in rank order: out = [world, *in].
     virtual void all_gather(Tensor in, Tensor out) = 0;
     // Places each rank's `in` [rows, cols] side by side in rank order: out = [rows, world * cols]
@@ -46,6 +57,19 @@ class CommGroup {
     // (-1: one-shot at every size) and the line that says so; empty when nothing was measured.
     virtual int64_t measured_two_shot_from() const { return -1; }
     virtual std::string measured_all_reduce() const { return ""; }
+    // The algorithm the group runs for an all-reduce of `bytes` in a recorded step and its time
+    // as measured at start (interpolated between the measured sizes); us < 0: not measured.
+    struct AllReduceEstimate {
+        std::string algorithm;
+        double us = -1;
+    };
+    virtual AllReduceEstimate all_reduce_estimate(size_t bytes) const {
+        (void)bytes;
+        return {};
+    }
+    // Rank 0's all-reduces so far (fused ones included), by message bytes: a step's are the
+    // difference across it (counted where the calls are made: op by op, not in graph replays).
+    virtual std::map<size_t, int64_t> all_reduce_counts() const { return {}; }
 };
 
 }  // namespace myriad

@@ -369,7 +369,9 @@ RunPlan make_run_plan(const RunFlags& f, const ModelHeaders& m, const MachineGpu
     } else {
         p.all_reduce.algorithm =
             "GPU kernels over registered buffers where the ranks reach each other's memory "
-            "(else copies through the host): one-shot below the crossover, two-shot from it";
+            "(else copies through the host): one-shot below the crossover, two-shot from it, "
+            "NCCL above a third where libnccl loads (ranks on distinct GPUs); fused with the "
+            "residual add and the norm where the message fits one round";
         p.all_reduce.two_shot_from = kDefaultTwoShotFrom;
     }
     return p;

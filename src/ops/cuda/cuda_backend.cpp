@@ -126,7 +126,7 @@ std::shared_ptr<CommGroup> make_gpu_comm_group(const std::vector<int>& devices) 
         }
         log::info("collectives: {}, and NCCL is not usable ({})", no_peer, why);
     }
-    return std::make_shared<DeviceCommGroup>(devices);
+    return make_device_comm_group(devices);
 }
 
 std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,

@@ -46,8 +46,11 @@ constexpr size_t kMeasured[] = {size_t{16} << 10, size_t{64} << 10, size_t{256} 
                                 size_t{1} << 20, size_t{4} << 20};
 }  // namespace
 
-DeviceCommGroup::DeviceCommGroup(std::vector<int> devices)
+DeviceCommGroup::DeviceCommGroup(std::vector<int> devices, std::shared_ptr<NcclCommGroup> nccl,
+                                 std::string nccl_why)
     : devices_(std::move(devices)),
+      nccl_(std::move(nccl)),
+      nccl_why_(nccl_ ? "" : std::move(nccl_why)),
       barrier_(static_cast<int>(devices_.size()), collective_timeout()),
       slots_(devices_.size(), nullptr),
       data_(devices_.size(), nullptr),
@@ -55,6 +58,52 @@ DeviceCommGroup::DeviceCommGroup(std::vector<int> devices)
       flags_(devices_.size(), nullptr),
       probes_(devices_.size(), nullptr),
       problems_(devices_.size()) {}
+
+void DeviceCommGroup::abort(const std::string& why) {
+    barrier_.abort(why);
+    if (nccl_) nccl_->abort(why);
+}
+
+std::string DeviceCommGroup::measured_all_reduce() const {
+    if (!choice_.peer) return "copies through the host: " + choice_.why_not;
+    return (nccl_ ? "one-shot/two-shot/NCCL us: " : "one-shot/two-shot us: ") + choice_.measured;
+}
+
+CommGroup::AllReduceEstimate DeviceCommGroup::all_reduce_estimate(size_t bytes) const {
+    if (!choice_.peer || timings_.empty()) return {};
+    const int algo = bytes >= choice_.nccl_from ? 2 : bytes >= choice_.two_shot_from ? 1 : 0;
+    static const char* const kNames[] = {"one-shot", "two-shot", "NCCL"};
+    // Linear in the bytes between the measured sizes; the end's time outside them.
+    const size_t n = timed_bytes_.size();
+    double us = timings_[0][algo];
+    if (bytes >= timed_bytes_[n - 1]) {
+        us = timings_[n - 1][algo] * static_cast<double>(bytes) /
+             static_cast<double>(timed_bytes_[n - 1]);
+    } else {
+        for (size_t i = 0; i + 1 < n; ++i)
+            if (bytes >= timed_bytes_[i] && bytes < timed_bytes_[i + 1]) {
+                const double f = static_cast<double>(bytes - timed_bytes_[i]) /
+                                 static_cast<double>(timed_bytes_[i + 1] - timed_bytes_[i]);
+                us = timings_[i][algo] + f * (timings_[i + 1][algo] - timings_[i][algo]);
+            }
+    }
+    return {kNames[algo], us};
+}
+
+std::map<size_t, int64_t> DeviceCommGroup::all_reduce_counts() const {
+    std::lock_guard<std::mutex> lock(counts_mutex_);
+    return counts_;
+}
+
+std::shared_ptr<DeviceCommGroup> make_device_comm_group(const std::vector<int>& devices) {
+    std::string why = "one rank";
+    std::shared_ptr<NcclCommGroup> nccl;
+    if (env_or("MYRIAD_NCCL", "1") == "0")
+        why = "MYRIAD_NCCL=0";
+    else if (devices.size() > 1)
+        nccl = make_nccl_comm_group(devices, &why);
+    return std::make_shared<DeviceCommGroup>(devices, std::move(nccl), why);
+}
 
 DeviceCommunicator::DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, int rank,
                                        cudaStream_t stream, bool bf16_wire)
@@ -67,6 +116,8 @@ DeviceCommunicator::DeviceCommunicator(std::shared_ptr<DeviceCommGroup> group, i
     for (size_t i = 0; i < group_->devices_.size(); ++i)
         for (size_t j = 0; j < i; ++j)
             shared_gpu_ = shared_gpu_ || group_->devices_[i] == group_->devices_[j];
+    if (NcclCommGroup* nccl = group_->nccl(); nccl && group_->world() > 1)
+        nccl_ = std::make_unique<NcclCommunicator>(group_->nccl_, rank, stream);
     if (group_->world() > 1) set_up_peers();
 }
 
@@ -196,45 +247,74 @@ void DeviceCommunicator::measure() {
     cudaEvent_t start, stop;
     comm_check(cudaEventCreate(&start), "collective measurement");
     comm_check(cudaEventCreate(&stop), "collective measurement");
-    std::vector<double> us;
-    for (size_t bytes : kMeasured)
-        for (PeerAlgo algo : {PeerAlgo::OneShot, PeerAlgo::TwoShot}) {
+    // Per size: one-shot, two-shot, NCCL (every rank runs the same sequence).
+    std::vector<std::array<double, 3>> us;
+    for (size_t bytes : kMeasured) {
+        std::array<double, 3> row = {-1, -1, -1};
+        for (int algo = 0; algo < (nccl_ ? 3 : 2); ++algo) {
             const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
-            for (int i = 0; i < 3; ++i) all_reduce_with(algo, buf, buf, n);
+            auto once = [&] {
+                if (algo == 2)
+                    nccl_->all_reduce_sum(Tensor(buf, DType::F32, {n}, Device::Cuda));
+                else
+                    all_reduce_with(algo == 0 ? PeerAlgo::OneShot : PeerAlgo::TwoShot, buf, buf, n);
+            };
+            for (int i = 0; i < 3; ++i) once();
             comm_check(cudaEventRecord(start, stream_), "collective measurement");
             constexpr int kIters = 10;
-            for (int i = 0; i < kIters; ++i) all_reduce_with(algo, buf, buf, n);
+            for (int i = 0; i < kIters; ++i) once();
             comm_check(cudaEventRecord(stop, stream_), "collective measurement");
             comm_check(cudaEventSynchronize(stop), "collective measurement");
             float ms = 0;
             comm_check(cudaEventElapsedTime(&ms, start, stop), "collective measurement");
-            us.push_back(1000.0 * ms / kIters);
+            row[static_cast<size_t>(algo)] = 1000.0 * ms / kIters;
         }
+        us.push_back(row);
+    }
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     check_step();
     if (rank_ == 0) {
         PeerChoice& c = g.choice_;
         c.two_shot_from = SIZE_MAX;
+        c.nccl_from = SIZE_MAX;
         std::string line;
         for (size_t i = 0; i < std::size(kMeasured); ++i) {
-            const double one = us[2 * i], two = us[2 * i + 1];
+            const double one = us[i][0], two = us[i][1], nccl = us[i][2];
             line += fmt::format("{}{} {:.1f}/{:.1f}", i ? ", " : "", kib(kMeasured[i]), one, two);
+            if (nccl_) line += fmt::format("/{:.1f}", nccl);
             if (two < one && c.two_shot_from == SIZE_MAX) c.two_shot_from = kMeasured[i];
+            if (nccl_ && nccl < std::min(one, two) && c.nccl_from == SIZE_MAX)
+                c.nccl_from = kMeasured[i];
         }
-        if (forced == "oneshot") c.two_shot_from = SIZE_MAX;
-        if (forced == "twoshot") c.two_shot_from = 0;
+        if (forced == "oneshot") c.two_shot_from = c.nccl_from = SIZE_MAX;
+        if (forced == "twoshot") c.two_shot_from = 0, c.nccl_from = SIZE_MAX;
+        if (forced == "nccl" && nccl_) c.nccl_from = 0;
         c.measured = line;
+        g.timed_bytes_.assign(std::begin(kMeasured), std::end(kMeasured));
+        g.timings_ = us;
         std::string devices;
         for (int d : g.devices_) devices += fmt::format("{}{}", devices.empty() ? "" : ",", d);
+        std::string tiers =
+            c.two_shot_from == SIZE_MAX ? std::string("one-shot")
+            : c.two_shot_from == 0
+                ? std::string("two-shot")
+                : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from));
+        if (c.two_shot_from == SIZE_MAX && c.nccl_from == SIZE_MAX) tiers += " at every size";
+        if (c.nccl_from != SIZE_MAX)
+            tiers += c.nccl_from == 0 ? "; NCCL at every size"
+                                      : fmt::format(", NCCL from {}", kib(c.nccl_from));
+        else if (!nccl_)
+            tiers += fmt::format("; no NCCL tier ({})", g.nccl_why_);
+        else
+            tiers += "; NCCL never faster";
         log::info(
             "collectives: kernels over GPU memory (ranks on GPUs {}, {} on the wire): {}{}; "
-            "measured one-shot/two-shot µs: {}",
-            devices, bf16_wire_ ? "BF16" : "F32",
-            c.two_shot_from == SIZE_MAX
-                ? std::string("one-shot at every size")
-                : fmt::format("one-shot below {}, two-shot from it", kib(c.two_shot_from)),
-            forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced), line);
+            "measured one-shot/two-shot{} µs: {}",
+            devices, bf16_wire_ ? "BF16" : "F32", tiers,
+            forced.empty() ? "" : fmt::format(" (MYRIAD_ALLREDUCE={})", forced),
+            nccl_ ? "/NCCL" : "", line);
+        if (!nccl_) c.measured += fmt::format("; no NCCL tier ({})", g.nccl_why_);
     }
     // Freeing waits for the whole GPU, which ends: this rank's rounds are done, so every other
     // rank's finish without it. After the meeting another rank's next kernel might wait for this
@@ -294,12 +374,49 @@ void DeviceCommunicator::all_reduce_with(PeerAlgo algo, const float* in, float* 
 void DeviceCommunicator::all_reduce_sum(Tensor t) {
     MYRIAD_CHECK(t.dtype == DType::F32, "all_reduce_sum supports F32, got {}", dtype_name(t.dtype));
     if (group_->world() == 1) return;
-    if (!use_kernels()) return host_all_reduce(t);
     const size_t bytes = t.nbytes();
+    count(bytes);
+    if (!use_kernels()) return host_all_reduce(t);
+    if (nccl_ && bytes >= group_->choice_.nccl_from) return nccl_->all_reduce_sum(t);
     const PeerAlgo algo =
         bytes >= group_->choice_.two_shot_from ? PeerAlgo::TwoShot : PeerAlgo::OneShot;
     auto* p = static_cast<float*>(t.data);
     all_reduce_with(algo, p, p, t.numel());
+}
+
+bool DeviceCommunicator::all_reduce_add_rmsnorm(Tensor y, Tensor h, Tensor norm, float eps,
+                                                Tensor x) {
+    if (group_->world() == 1 || !use_kernels()) return false;
+    const int64_t d = h.dim(-1), rows = h.numel() / std::max<int64_t>(d, 1);
+    const bool with_norm = norm.data != nullptr;
+    MYRIAD_CHECK(
+        y.dtype == DType::F32 && h.dtype == DType::F32 && y.numel() == h.numel() &&
+            (!with_norm || (x.dtype == DType::F32 && x.numel() == h.numel() && norm.numel() == d &&
+                            (norm.dtype == DType::F32 || norm.dtype == DType::BF16))),
+        "all_reduce_add_rmsnorm: y {}, h {}, x {} and norm {} of {} disagree", y.shape_str(),
+        h.shape_str(), x.shape_str(), norm.shape_str(), dtype_name(norm.dtype));
+    auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    // The one-shot and two-shot tiers (NCCL sizes run unfused), in one round, aligned rows.
+    const size_t bytes = y.nbytes();
+    const PeerChoice& c = group_->choice_;
+    const PeerAlgo algo = bytes >= c.two_shot_from ? PeerAlgo::TwoShot : PeerAlgo::OneShot;
+    if (bytes >= c.nccl_from || !aligned(y.data) || !aligned(h.data) ||
+        (with_norm && !aligned(x.data)) ||
+        !peer_fuses_add_rmsnorm(view_, algo, rows, d, bf16_wire_))
+        return false;
+    if (failed_) check_step();
+    count(bytes);
+    peer_all_reduce_add_rmsnorm(view_, algo, y.ptr<float>(), h.ptr<float>(),
+                                with_norm ? norm.data : nullptr, norm.dtype == DType::BF16, rows, d,
+                                eps, with_norm ? x.ptr<float>() : nullptr, bf16_wire_, stream_);
+    comm_check(cudaGetLastError(), "all_reduce_add_rmsnorm kernel");
+    return true;
+}
+
+void DeviceCommunicator::count(size_t bytes) {
+    if (rank_ != 0) return;
+    std::lock_guard<std::mutex> lock(group_->counts_mutex_);
+    ++group_->counts_[bytes];
 }
 
 void DeviceCommunicator::host_all_reduce(Tensor t) {

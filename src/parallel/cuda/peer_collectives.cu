@@ -43,32 +43,49 @@ __device__ __forceinline__ void publish(const PeerView& v, int phase, uint32_t e
             e;
 }
 
+// Waits for flag `f` (of rank `peer`) to reach e, within the bound; false (recorded once) when
+// the wait gave up.
+__device__ __forceinline__ bool wait_flag(const PeerView& v, const uint32_t* f, int peer, int phase,
+                                          uint32_t e, int op) {
+    uint32_t seen = load_volatile(f);
+    if (static_cast<int32_t>(seen - e) >= 0) return true;
+    const uint64_t start = now_ns();
+    while (static_cast<int32_t>((seen = load_volatile(f)) - e) < 0) {
+        if (now_ns() - start > v.timeout_ns) {
+            if (atomicCAS(&v.failure->failed, 0u, 1u) == 0u) {
+                v.failure->rank = v.rank;
+                v.failure->peer = peer;
+                v.failure->phase = phase;
+                v.failure->expected = e;
+                v.failure->seen = seen;
+                v.failure->op = op;
+                __threadfence_system();
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
 // Thread r < world waits for rank r's flag[phase][b] to reach e (within the bound). False for
 // the whole block once any wait gave up (the failure is recorded once).
 __device__ __forceinline__ bool wait_all(const PeerView& v, int phase, uint32_t e, int op) {
     bool ok = true;
-    if (threadIdx.x < v.world) {
-        const uint32_t* f = v.flags[threadIdx.x] + phase * kPeerBlocks + blockIdx.x;
-        uint32_t seen = load_volatile(f);
-        if (static_cast<int32_t>(seen - e) < 0) {
-            const uint64_t start = now_ns();
-            while (static_cast<int32_t>((seen = load_volatile(f)) - e) < 0) {
-                if (now_ns() - start > v.timeout_ns) {
-                    ok = false;
-                    if (atomicCAS(&v.failure->failed, 0u, 1u) == 0u) {
-                        v.failure->rank = v.rank;
-                        v.failure->peer = static_cast<int32_t>(threadIdx.x);
-                        v.failure->phase = phase;
-                        v.failure->expected = e;
-                        v.failure->seen = seen;
-                        v.failure->op = op;
-                        __threadfence_system();
-                    }
-                    break;
-                }
-            }
-        }
-    }
+    if (threadIdx.x < v.world)
+        ok = wait_flag(v, v.flags[threadIdx.x] + phase * kPeerBlocks + blockIdx.x,
+                       static_cast<int>(threadIdx.x), phase, e, op);
+    __threadfence_system();
+    return __syncthreads_and(ok) != 0;
+}
+
+// The same for the flag[phase] of every block of every rank: a block that reads vectors other
+// blocks wrote (whole rows, for the norm) waits for all of them.
+__device__ __forceinline__ bool wait_every_block(const PeerView& v, int phase, uint32_t e, int op) {
+    bool ok = true;
+    for (int t = static_cast<int>(threadIdx.x); ok && t < v.world * kPeerBlocks;
+         t += static_cast<int>(blockDim.x))
+        ok = wait_flag(v, v.flags[t / kPeerBlocks] + phase * kPeerBlocks + t % kPeerBlocks,
+                       t / kPeerBlocks, phase, e, op);
     __threadfence_system();
     return __syncthreads_and(ok) != 0;
 }
@@ -190,6 +207,102 @@ __global__ void __launch_bounds__(kThreads)
     end_round(view, e);
 }
 
+// The norm's sum over the block, in the order of the ops' block_sum (ops/cuda/device_util.cuh):
+// a butterfly within each warp, then the warps' sums by the first warp, so the fused kernel's
+// norm has the bits of the unfused add_rmsnorm.
+__device__ __forceinline__ float norm_block_sum(float v) {
+    __shared__ float part[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+    __syncthreads();
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    float total = lane < static_cast<int>(blockDim.x) / 32 ? part[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+    return total;
+}
+
+// All-reduce of y [rows, d], then h += sum and (w set) x = rmsnorm(h) * w. Rounds and flags as
+// all_reduce_kernel; each block then takes whole rows (row = b, b + kPeerBlocks, ...), so it
+// waits for every block's flag. A row's sums are added to h in vectors of 8 (d % 8 == 0) and kept
+// in shared memory; the norm then runs over i = thread, thread + kThreads, ... in the order of
+// the ops' norm kernels, which makes its bits theirs. One-shot: every rank does every row.
+// Two-shot: rank r does rows [seg * r, seg * (r + 1)) into its sums buffer ([n] of h, then [n]
+// of x), publishes them (flag[1]), and every rank copies each row from its owner.
+__global__ void __launch_bounds__(kThreads)
+    all_reduce_add_rmsnorm_kernel(PeerView view, const float* y, float* h, const void* w,
+                                  bool w_bf16, int64_t rows, int64_t d, float eps, float* x,
+                                  bool bf16, bool two_shot) {
+    extern __shared__ float row_v[];  // [d]
+    const uint32_t e = begin_round(view);
+    const int parity = static_cast<int>(e & 1u);
+    const size_t half = view.data_bytes;
+    const int64_t n = rows * d, nv = n / kVec, dv = d / kVec;
+    uint8_t* own = view.data[view.rank] + parity * half;
+    FOR_BLOCK_VECTORS(v, nv) store_wire(own, v, load_input(y, v * kVec, n, true), bf16);
+    publish(view, 0, e);
+    if (!wait_every_block(view, 0, e, kPeerAllReduce)) {
+        end_round(view, e);
+        return;
+    }
+    const int64_t seg = two_shot ? (rows + view.world - 1) / view.world : rows;
+    const int64_t first = two_shot ? seg * view.rank : 0;
+    const int64_t last = first + seg < rows ? first + seg : rows;
+    float* own_sums = view.sums[view.rank] + parity * view.sum_floats;
+    float* out_h = two_shot ? own_sums : h;
+    float* out_x = two_shot ? own_sums + n : x;
+    for (int64_t row = first + blockIdx.x; row < last; row += kPeerBlocks) {
+        for (int64_t k = threadIdx.x; k < dv; k += kThreads) {
+            const int64_t vec = row * dv + k;
+            F8 acc = {};
+            for (int r = 0; r < view.world; ++r)
+                add_wire(view.data[r] + parity * half, vec, acc, bf16);
+            F8 sum = load_input(h, vec * kVec, n, true);
+            for (int i = 0; i < kVec; ++i) {
+                sum.x[i] += acc.x[i];
+                row_v[k * kVec + i] = sum.x[i];
+            }
+            store_output(out_h, vec * kVec, n, sum, true);
+        }
+        if (!w) continue;  // the plain residual add (the last layer's)
+        __syncthreads();
+        float ss = 0.0f;
+        for (int64_t i = threadIdx.x; i < d; i += kThreads) ss += row_v[i] * row_v[i];
+        ss = norm_block_sum(ss);
+        const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+        float* xr = out_x + row * d;
+        for (int64_t i = threadIdx.x; i < d; i += kThreads) {
+            const float g =
+                w_bf16 ? __bfloat162float(__ushort_as_bfloat16(static_cast<const uint16_t*>(w)[i]))
+                       : static_cast<const float*>(w)[i];
+            xr[i] = g * (row_v[i] * inv);
+        }
+        __syncthreads();  // row_v is the next row's
+    }
+    if (two_shot) {
+        publish(view, 1, e);
+        if (!wait_every_block(view, 1, e, kPeerAllReduce)) {
+            end_round(view, e);
+            return;
+        }
+        FOR_BLOCK_VECTORS(v, nv) {
+            const int owner = static_cast<int>(v / dv / seg);
+            const float4* src =
+                reinterpret_cast<const float4*>(view.sums[owner] + parity * view.sum_floats) +
+                2 * v;
+            float4 a = __ldcv(src), b = __ldcv(src + 1);
+            store_output(h, v * kVec, n, F8{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}}, true);
+            if (!w) continue;
+            a = __ldcv(src + n / 4);
+            b = __ldcv(src + n / 4 + 1);
+            store_output(x, v * kVec, n, F8{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}}, true);
+        }
+    }
+    end_round(view, e);
+}
+
 __global__ void __launch_bounds__(kThreads)
     gather_columns_kernel(PeerView view, const float* in, float* out, int64_t rows, int64_t cols,
                           bool aligned) {
@@ -248,6 +361,21 @@ void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* o
             v, in + begin, out + begin, len, bf16_wire, algo == PeerAlgo::TwoShot,
             is_aligned(in + begin) && is_aligned(out + begin));
     }
+}
+
+bool peer_fuses_add_rmsnorm(const PeerView& v, PeerAlgo algo, int64_t rows, int64_t d,
+                            bool bf16_wire) {
+    const int64_t n = rows * d;
+    return rows >= 1 && d >= kVec && d % kVec == 0 && d <= kPeerFusedMaxWidth &&
+           n <= peer_round_elems(v, bf16_wire) &&
+           (algo == PeerAlgo::OneShot || 2 * n <= static_cast<int64_t>(v.sum_floats));
+}
+
+void peer_all_reduce_add_rmsnorm(const PeerView& v, PeerAlgo algo, const float* y, float* h,
+                                 const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
+                                 float* x, bool bf16_wire, cudaStream_t stream) {
+    all_reduce_add_rmsnorm_kernel<<<kPeerBlocks, kThreads, sizeof(float) * d, stream>>>(
+        v, y, h, w, w_bf16, rows, d, eps, x, bf16_wire, algo == PeerAlgo::TwoShot);
 }
 
 void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,

@@ -66,6 +66,23 @@ int64_t peer_round_elems(const PeerView& v, bool bf16_wire);
 void peer_all_reduce(const PeerView& v, PeerAlgo algo, const float* in, float* out, int64_t n,
                      bool bf16_wire, cudaStream_t stream);
 
+// The widest row the fused kernel takes (its row lives in shared memory).
+constexpr int64_t kPeerFusedMaxWidth = 8192;
+
+// Whether peer_all_reduce_add_rmsnorm takes y [rows, d] with `algo`: whole vectors of 8 per row,
+// a row in shared memory, the message in one round (two-shot: h and x in the sums buffer).
+bool peer_fuses_add_rmsnorm(const PeerView& v, PeerAlgo algo, int64_t rows, int64_t d,
+                            bool bf16_wire);
+
+// The all-reduce of y [rows, d] fused with the residual add and the norm that follow it, in one
+// launch: h += the sum over ranks (rank order, F32), then, where w is set, x = w * h /
+// sqrt(mean(h^2) + eps) per row (w: d values, BF16 or F32). One-shot: every rank does every row;
+// two-shot: each rank a share of the rows, which the others copy. Either gives the bits of
+// peer_all_reduce then the ops' add_rmsnorm. y, h and x 16-byte aligned; y is not written.
+void peer_all_reduce_add_rmsnorm(const PeerView& v, PeerAlgo algo, const float* y, float* h,
+                                 const void* w, bool w_bf16, int64_t rows, int64_t d, float eps,
+                                 float* x, bool bf16_wire, cudaStream_t stream);
+
 // out[i][r * cols + j] = rank r's in[i][j]: rows x cols floats from each rank, F32 on the wire.
 void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,
                          cudaStream_t stream);
