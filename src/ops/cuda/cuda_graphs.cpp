@@ -27,7 +27,7 @@ int64_t graph_replays_total() {
 
 int64_t CudaOps::decode_key(const StepInput& st) {
     const int64_t t = st.num_tokens();
-    if (t == 0 || t > kMaxGraphRows || static_cast<int64_t>(st.seqs.size()) != t ||
+    if (st.eager || t == 0 || t > kMaxGraphRows || static_cast<int64_t>(st.seqs.size()) != t ||
         static_cast<int64_t>(st.logit_rows.size()) != t || !st.logprob_spans.empty())
         return -1;
     for (int64_t i = 0; i < t; ++i) {
