@@ -133,14 +133,15 @@ SamplingParams greedy(int64_t max_tokens) {
     return p;
 }
 
-struct Run {
+struct EngineRun {
     std::vector<std::vector<TokenId>> tokens;
     EngineStats stats;
 };
 
-Run run_engine(WorkerGroup& w, const std::vector<std::vector<TokenId>>& prompts,
-               const std::vector<SamplingParams>& params, int64_t budget, SpeculativeMethod method,
-               int64_t k, std::shared_ptr<Drafter> drafter = nullptr) {
+EngineRun run_engine(WorkerGroup& w, const std::vector<std::vector<TokenId>>& prompts,
+                     const std::vector<SamplingParams>& params, int64_t budget,
+                     SpeculativeMethod method, int64_t k,
+                     std::shared_ptr<Drafter> drafter = nullptr) {
     EngineConfig ec;
     ec.scheduler.max_num_batched_tokens = budget;
     ec.check_invariants = true;
@@ -152,7 +153,7 @@ Run run_engine(WorkerGroup& w, const std::vector<std::vector<TokenId>>& prompts,
     for (size_t i = 0; i < prompts.size(); ++i)
         handles.push_back(engine.submit(prompts[i], params[i]));
     engine.run_until_idle();
-    Run r;
+    EngineRun r;
     for (auto& h : handles) {
         r.tokens.emplace_back();
         RequestOutput o;
@@ -170,7 +171,7 @@ TEST(MtpDrafter, FirstProposalIsTheReferenceChain) {
     const MtpReference ref = load_mtp_reference();
     auto m = load_model(mtp_golden_dir(), 1, {}, 64, KvCacheDtype::Auto, false, true);
     auto rec = std::make_shared<RecordingDrafter>(*m->workers);
-    const Run r =
+    const EngineRun r =
         run_engine(*m->workers, {ref.prompt}, {greedy(6)}, 512, SpeculativeMethod::Mtp, 3, rec);
     ASSERT_EQ(r.tokens.size(), 1u);
     ASSERT_FALSE(r.tokens[0].empty());
@@ -195,10 +196,12 @@ void check_unchanged(int tp) {
         {7}};
     std::vector<SamplingParams> params = {greedy(30), greedy(24), greedy(17), greedy(11),
                                           greedy(20)};
-    const Run plain = run_engine(*m->workers, prompts, params, 24, SpeculativeMethod::None, 3);
+    const EngineRun plain =
+        run_engine(*m->workers, prompts, params, 24, SpeculativeMethod::None, 3);
     for (int64_t k : {1, 3}) {
         SCOPED_TRACE(::testing::Message() << "tp " << tp << ", draft length " << k);
-        const Run spec = run_engine(*m->workers, prompts, params, 24, SpeculativeMethod::Mtp, k);
+        const EngineRun spec =
+            run_engine(*m->workers, prompts, params, 24, SpeculativeMethod::Mtp, k);
         EXPECT_EQ(spec.tokens, plain.tokens);
         EXPECT_GT(spec.stats.spec_drafts, 0);
         EXPECT_GT(spec.stats.spec_draft_tokens, 0);
@@ -226,8 +229,10 @@ TEST(SpeculativeMtp, AcceptedDraftsCountedAndOutputUnchanged) {
         auto m = load_model(dir.path(), tp, {}, 64, KvCacheDtype::Auto, false, true);
         const std::vector<std::vector<TokenId>> prompts = {{3, 9, 27, 81}, {5, 6}};
         const std::vector<SamplingParams> params = {greedy(20), greedy(13)};
-        const Run plain = run_engine(*m->workers, prompts, params, 64, SpeculativeMethod::None, 3);
-        const Run spec = run_engine(*m->workers, prompts, params, 64, SpeculativeMethod::Mtp, 3);
+        const EngineRun plain =
+            run_engine(*m->workers, prompts, params, 64, SpeculativeMethod::None, 3);
+        const EngineRun spec =
+            run_engine(*m->workers, prompts, params, 64, SpeculativeMethod::Mtp, 3);
         EXPECT_EQ(spec.tokens, plain.tokens);
         EXPECT_GT(spec.stats.spec_accepted_tokens, 0);
         EXPECT_LT(spec.stats.steps, plain.stats.steps);
