@@ -72,6 +72,9 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, cons
             ++skipped["vision_tower.*"];
         else if (n.starts_with("mm_projector."))
             ++skipped["mm_projector.*"];
+        else if (config.mtp_layers > 0 && n.starts_with("model.layers.") &&
+                 (n.ends_with(".embed_tokens.weight") || n.ends_with(".shared_head.head.weight")))
+            ++skipped["MTP copies of the embedding and lm_head (the model's are used)"];
         else
             ++skipped["multi-token prediction layers"];
     }
