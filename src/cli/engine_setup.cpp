@@ -99,7 +99,20 @@ plan::RunFlags run_flags(const EngineFlags& f) {
 }
 
 plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& f) {
-    return plan::make_run_plan(run_flags(f), source.headers(), plan::probe_machine());
+    plan::ModelHeaders headers = source.headers();
+    ModelConfig with_mtp;
+    if (parse_speculative_method(f.speculative) == SpeculativeMethod::Mtp) {
+        if (source.config.num_nextn_predict_layers < 1)
+            bad_input(
+                "--speculative mtp: {} has no MTP layers (its config.json's "
+                "num_nextn_predict_layers is {}); use --speculative ngram or none",
+                source.config.path, source.config.num_nextn_predict_layers);
+        // The MTP layers' tensors are checked with the others, before any weight is read.
+        with_mtp = source.config;
+        with_mtp.mtp_layers = with_mtp.num_nextn_predict_layers;
+        headers.config = &with_mtp;
+    }
+    return plan::make_run_plan(run_flags(f), headers, plan::probe_machine());
 }
 
 int64_t gpu_memory_in_use(const plan::RunPlan& p) {
