@@ -183,8 +183,8 @@ TEST(MtpDrafter, FirstProposalIsTheReferenceChain) {
 }
 
 // Mixed batches on the MTP golden: prompts prefilling in chunks while others decode, the prefix
-// cache (a prompt twice), max_tokens inside a run; greedy. Drafts of the random MTP layer are
-// mostly wrong: the output must not change.
+// cache (a prompt twice), max_tokens inside a run; greedy, and two seeded sampled requests. Drafts
+// of the random MTP layer are mostly wrong: the output must not change.
 void check_unchanged(int tp) {
     const MtpReference ref = load_mtp_reference();
     auto m = load_model(mtp_golden_dir(), tp, {}, 256, KvCacheDtype::Auto, false, true);
@@ -196,6 +196,16 @@ void check_unchanged(int tp) {
         {7}};
     std::vector<SamplingParams> params = {greedy(30), greedy(24), greedy(17), greedy(11),
                                           greedy(20)};
+    // Seeded sampling: each verified row is drawn as the plain decode of its position would be,
+    // and a point-mass draft token is kept exactly when that draw is it, so draw for draw.
+    for (uint64_t seed : {11u, 12u}) {
+        prompts.push_back(std::vector<TokenId>(ref.prompt.begin() + 3, ref.prompt.begin() + 20));
+        SamplingParams p = greedy(25);
+        p.temperature = 0.8;
+        p.top_p = 0.95;
+        p.seed = seed;
+        params.push_back(p);
+    }
     const EngineRun plain =
         run_engine(*m->workers, prompts, params, 24, SpeculativeMethod::None, 3);
     for (int64_t k : {1, 3}) {
