@@ -18,6 +18,44 @@ GoldenReference load_golden_reference(const std::string& name) {
     return load_reference_in(golden_dir(name));
 }
 
+namespace {
+
+std::vector<int32_t> read_ints(const SafetensorsFile& f, const std::string& key) {
+    TensorView v = f.view(*f.find(key));
+    std::vector<int32_t> out(v.nbytes() / 8);
+    for (size_t i = 0; i < out.size(); ++i) {
+        int64_t x;
+        std::memcpy(&x, v.data + 8 * i, 8);
+        out[i] = static_cast<int32_t>(x);
+    }
+    return out;
+}
+
+std::vector<float> read_floats(const SafetensorsFile& f, const std::string& key) {
+    TensorView v = f.view(*f.find(key));
+    std::vector<float> out(v.nbytes() / 4);
+    std::memcpy(out.data(), v.data, v.nbytes());
+    return out;
+}
+
+}  // namespace
+
+std::string mtp_golden_dir() {
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_mtp/v3_mtp";
+}
+
+MtpReference load_mtp_reference() {
+    SafetensorsFile f(mtp_golden_dir() + "/reference.safetensors");
+    MtpReference r;
+    r.prompt = read_ints(f, "prompt_ids");
+    r.g0 = read_ints(f, "g0").at(0);
+    r.chain = read_ints(f, "chain_ids");
+    r.hidden = read_floats(f, "hidden");
+    r.logits = read_floats(f, "mtp_logits");
+    r.chain_logits = read_floats(f, "chain_logits");
+    return r;
+}
+
 GoldenReference load_reference_in(const std::string& dir) {
     SafetensorsFile f(dir + "/reference.safetensors");
     GoldenReference r;

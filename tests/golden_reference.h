@@ -21,6 +21,17 @@ GoldenReference load_golden_reference(const std::string& name);
 // reference.safetensors of the checkpoint folder `dir` (e.g. one of tests/goldens_quant).
 GoldenReference load_reference_in(const std::string& dir);
 
+// The MTP golden (tests/goldens_mtp/v3_mtp, tools/make_mtp_golden.py): a prompt, the target's
+// greedy token g0 after it, its hidden states before the final norm, the MTP layer's logits of
+// row p = (hidden[p], token p + 1; g0 after the last), and the chain drafted from the last row.
+struct MtpReference {
+    std::vector<int32_t> prompt, chain;  // chain: d0, d1, d2
+    int32_t g0 = 0;
+    std::vector<float> hidden, logits, chain_logits;  // [T, H], [T, V], [chain - 1, V]
+};
+std::string mtp_golden_dir();
+MtpReference load_mtp_reference();
+
 // The six golden models.
 extern const char* const kGoldenModels[6];
 

@@ -7,7 +7,7 @@ namespace myriad::testing {
 
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options,
                                         int64_t kv_blocks, KvCacheDtype kv_cache_dtype,
-                                        bool expert_parallel) {
+                                        bool expert_parallel, bool mtp) {
     auto m = std::make_unique<LoadedModel>();
     m->config = load_model_config(dir);
     m->checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
@@ -18,6 +18,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOpt
     wo.kv_blocks = kv_blocks;
     wo.kv_cache_dtype = kv_cache_dtype;
     wo.model = options;
+    wo.mtp = mtp;
     m->workers = std::make_unique<WorkerGroup>(m->config, *m->checkpoint, wo);
     return m;
 }

@@ -19,11 +19,12 @@ struct LoadedModel {
 };
 
 // One thread per rank (one BLAS thread each). `dir` may also be a GGUF file.
-// `expert_parallel`: whole routed experts per rank (--expert-parallel).
+// `expert_parallel`: whole routed experts per rank (--expert-parallel); `mtp`: its MTP layers too
+// (--speculative mtp).
 std::unique_ptr<LoadedModel> load_model(const std::string& dir, int tp, ModelOptions options = {},
                                         int64_t kv_blocks = 64,
                                         KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto,
-                                        bool expert_parallel = false);
+                                        bool expert_parallel = false, bool mtp = false);
 
 using myriad::single_sequence_step;
 

@@ -37,6 +37,7 @@ void write_random_model(const std::string& dir, const nlohmann::ordered_json& js
         out << json.dump(2);
     }
     ModelConfig c = parse_model_config(json, dir + "/config.json");
+    c.mtp_layers = c.num_nextn_predict_layers;  // its MTP layers too (reference.md §1.9)
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> uniform(0.0f, 0.1f);

@@ -49,9 +49,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
 
 void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens) {
     app.add_option("--speculative", method,
-                   "speculative decoding: none (default) or ngram (drafts from the sequence's own "
-                   "earlier tokens: prompt lookup); greedy output is unchanged token for token, "
-                   "sampling's distribution too");
+                   "speculative decoding: none (default), ngram (drafts from the sequence's own "
+                   "earlier tokens: prompt lookup) or mtp (the checkpoint's MTP layers, "
+                   "num_nextn_predict_layers: DeepSeek-V3/R1); greedy output is unchanged token "
+                   "for token, sampling's distribution too");
     app.add_option("--num-speculative-tokens", num_tokens,
                    "the longest draft a step verifies (default 3; it adapts to the acceptance)");
 }
@@ -92,7 +93,20 @@ plan::RunFlags run_flags(const EngineFlags& f) {
 }
 
 plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& f) {
-    return plan::make_run_plan(run_flags(f), source.headers(), plan::probe_machine());
+    plan::ModelHeaders headers = source.headers();
+    ModelConfig with_mtp;
+    if (parse_speculative_method(f.speculative) == SpeculativeMethod::Mtp) {
+        if (source.config.num_nextn_predict_layers < 1)
+            bad_input(
+                "--speculative mtp: {} has no MTP layers (its config.json's "
+                "num_nextn_predict_layers is {}); use --speculative ngram or none",
+                source.config.path, source.config.num_nextn_predict_layers);
+        // The MTP layers' tensors are checked with the others, before any weight is read.
+        with_mtp = source.config;
+        with_mtp.mtp_layers = with_mtp.num_nextn_predict_layers;
+        headers.config = &with_mtp;
+    }
+    return plan::make_run_plan(run_flags(f), headers, plan::probe_machine());
 }
 
 int64_t gpu_memory_in_use(const plan::RunPlan& p) {
@@ -113,6 +127,12 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     auto tell = [&](const std::string& what) {
         if (lo.phase) lo.phase(what);
     };
+    const bool mtp = lo.speculative.method == SpeculativeMethod::Mtp;
+    if (mtp && source.config.num_nextn_predict_layers < 1)  // before any weight is read
+        bad_input(
+            "--speculative mtp: {} has no MTP layers (its config.json's num_nextn_predict_layers "
+            "is {}); use --speculative ngram or none",
+            source.config.path, source.config.num_nextn_predict_layers);
     LoadedEngine m;
     m.source = std::move(source);
     m.plan = p;
@@ -126,6 +146,7 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     wo.kv_block_size = p.kv_block_size;
     wo.planned_kv_dtype = p.kv_dtype;
     wo.model.naive_context_tokens = p.naive_context_tokens;
+    wo.mtp = mtp;
     tell("loading weights");
     m.workers = std::make_unique<WorkerGroup>(m.source.config, *m.source.checkpoint, wo);
     if (const CommGroup* g = m.workers->comm_group(); g && !g->measured_all_reduce().empty()) {

@@ -30,7 +30,7 @@ struct EngineFlags {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t naive_context_tokens = kNaiveContextTokens;
-    std::string speculative = "none";    // --speculative: none or ngram
+    std::string speculative = "none";    // --speculative: none, ngram or mtp
     int64_t num_speculative_tokens = 3;  // --num-speculative-tokens
     // The run plan's memory and context flags (vLLM's names).
     int64_t max_model_len = 0;  // 0: the model's max_position_embeddings

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/mtp_drafter.h"
 #include "engine/ngram_drafter.h"
 #include "util/error.h"
 
@@ -9,14 +10,20 @@ namespace myriad {
 
 SpeculativeMethod parse_speculative_method(const std::string& name) {
     if (name == "ngram") return SpeculativeMethod::Ngram;
+    if (name == "mtp") return SpeculativeMethod::Mtp;
     if (name == "none") return SpeculativeMethod::None;
-    bad_input("--speculative {}: the methods are ngram (prompt lookup) and none", name);
+    bad_input(
+        "--speculative {}: the methods are ngram (prompt lookup), mtp (the checkpoint's MTP "
+        "layers) and none",
+        name);
 }
 
-std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config) {
+std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config, WorkerGroup& workers) {
     switch (config.method) {
         case SpeculativeMethod::Ngram:
             return std::make_unique<NgramDrafter>(config);
+        case SpeculativeMethod::Mtp:
+            return std::make_unique<MtpDrafter>(workers);
         case SpeculativeMethod::None:
             break;
     }

@@ -4,9 +4,11 @@
 // prefix the model agrees with, plus the model's own next token (engine/step_update.h). Greedy
 // output is the same as without a draft, token for token, and sampling's distribution too.
 //
-// Drafts come in a batch so a model-based drafter (MTP layers, an EAGLE3 head) can run one
-// forward pass of its own for every sequence; the prompt-lookup drafter (ngram_drafter.h)
-// needs none.
+// Drafts come in a batch so a model-based drafter (the checkpoint's MTP layers: mtp_drafter.h)
+// can run one forward pass of its own for every sequence; the prompt-lookup drafter
+// (ngram_drafter.h) needs none. Every drafter's draft is one token per position, chosen without
+// sampling (a point mass): the post-step update's sample-and-compare then keeps sampling's
+// distribution exact (step_update.h).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,12 @@
 
 namespace myriad {
 
-enum class SpeculativeMethod : uint8_t { None, Ngram };
+class WorkerGroup;
+struct ScheduledSeq;
+struct BuiltStep;
+struct SeqOutcome;
+
+enum class SpeculativeMethod : uint8_t { None, Ngram, Mtp };
 
 struct SpeculativeConfig {
     SpeculativeMethod method = SpeculativeMethod::None;
@@ -27,7 +34,7 @@ struct SpeculativeConfig {
     int64_t prompt_lookup_min = 1;       // ngram: the shortest
 };
 
-// "ngram" (or "none") from --speculative; bad input names the flag otherwise.
+// "ngram", "mtp" (or "none") from --speculative; bad input names the flag otherwise.
 SpeculativeMethod parse_speculative_method(const std::string& name);
 
 class Drafter {
@@ -36,10 +43,24 @@ class Drafter {
     // Sets seq->draft for each of `seqs` (decoding sequences; each draft at most
     // seq->draft_limit tokens long, maybe empty).
     virtual void propose(const std::vector<Sequence*>& seqs) = 0;
+    // Whether after_step needs the target's hidden states (steps then run op by op).
+    virtual bool wants_hidden() const { return false; }
+    // After each step's update, before its finished sequences leave: the step's batch, what ran,
+    // every row's hidden state before the final norm ([T, hidden]; empty unless wants_hidden())
+    // and the outcomes of its sampled sequences.
+    virtual void after_step(const std::vector<ScheduledSeq>& batch, const BuiltStep& step,
+                            const std::vector<float>& hidden,
+                            const std::vector<SeqOutcome>& outcomes) {
+        (void)batch;
+        (void)step;
+        (void)hidden;
+        (void)outcomes;
+    }
 };
 
-// The drafter of `config.method`; null for None.
-std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config);
+// The drafter of `config.method` over `workers` (the MTP drafter runs its layers there; they were
+// loaded with WorkerGroupOptions::mtp); null for None.
+std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config, WorkerGroup& workers);
 
 // After a step verified `drafted` tokens of a sequence's draft and the model agreed with
 // `accepted` of them: the draft length the sequence allows next (all accepted: one more, up to

@@ -19,7 +19,7 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
       config_(std::move(config)),
       blocks_(workers.options().kv_blocks, workers.options().kv_block_size, config_.prefix_caching),
       scheduler_(config_.scheduler, blocks_),
-      drafter_(config_.drafter ? config_.drafter : make_drafter(config_.speculative)) {
+      drafter_(config_.drafter ? config_.drafter : make_drafter(config_.speculative, workers)) {
     if (drafter_ && config_.speculative.num_speculative_tokens < 1)
         bad_input("--num-speculative-tokens {} must be at least 1",
                   config_.speculative.num_speculative_tokens);
@@ -233,7 +233,12 @@ void Engine::propose_drafts() {
         seqs.push_back(seq);
     }
     if (seqs.empty()) return;
-    drafter_->propose(seqs);
+    try {
+        drafter_->propose(seqs);
+    } catch (const std::exception& e) {  // a drafter's forward pass: the step goes on without
+        log::warn("the drafter failed: {}; this step has no drafts", e.what());
+        for (Sequence* seq : seqs) seq->draft.clear();
+    }
     for (Sequence* seq : seqs) {
         // Every token it may take (k + 1) within the context.
         const int64_t room = max_model_len_ - static_cast<int64_t>(seq->tokens.size()) - 1;
@@ -262,9 +267,11 @@ bool Engine::step() {
     limits.block_size = blocks_.block_size();
     limits.backend_samples = workers_.backend_samples();
     limits.observe_logits = static_cast<bool>(config_.logits_observer);
-    const BuiltStep built = build_step(batch, limits);
+    BuiltStep built = build_step(batch, limits);
+    const bool hidden = drafter_ && drafter_->wants_hidden();
+    built.input.eager = built.input.eager || hidden;
     try {
-        run_step(workers_, built, results_);
+        run_step(workers_, built, results_, hidden);
     } catch (const std::exception& e) {
         log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
                   batch.size());
@@ -284,7 +291,17 @@ bool Engine::step() {
     update.backend_samples = limits.backend_samples;
     update.observer = &config_.logits_observer;
     StepCounts counts;
-    for (SeqOutcome& o : update_after_step(batch, built, results_, blocks_, update, counts)) {
+    std::vector<SeqOutcome> outcomes =
+        update_after_step(batch, built, results_, blocks_, update, counts);
+    if (drafter_) {
+        // A drafter that fails costs its drafts, not the requests: they go on without.
+        try {
+            drafter_->after_step(batch, built, results_.hidden, outcomes);
+        } catch (const std::exception& e) {
+            log::warn("the drafter's step failed: {}; the next step has no drafts", e.what());
+        }
+    }
+    for (SeqOutcome& o : outcomes) {
         if (o.finish != FinishReason::None)
             finish(o.seq, o.finish, std::move(o.out));
         else

@@ -16,10 +16,11 @@ struct StepResults {
     std::vector<float> logits;     // [logit rows, vocab]
     std::vector<int32_t> sampled;  // per logit row: the backend's token, -1 where it chose none
     LogprobRows prompt_logprobs;
+    std::vector<float> hidden;  // [T, hidden] before the final norm, when asked for (else empty)
 };
 
-// Runs `step` on the workers into `out` (its buffers reused from step to step); throws what the
-// forward pass threw.
-void run_step(WorkerGroup& workers, const BuiltStep& step, StepResults& out);
+// Runs `step` on the workers into `out` (its buffers reused from step to step), every row's hidden
+// state too when `hidden` (a step marked eager); throws what the forward pass threw.
+void run_step(WorkerGroup& workers, const BuiltStep& step, StepResults& out, bool hidden = false);
 
 }  // namespace myriad

@@ -24,6 +24,16 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     if (options_.expert_parallel && config_.n_routed_experts == 0)
         bad_input("--expert-parallel: {} has no routed experts", config_.path);
     layout_ = Layout(options_.tp, options_.expert_parallel, 0);
+    if (options_.mtp) {
+        if (config_.num_nextn_predict_layers < 1)
+            bad_input(
+                "--speculative mtp: {} has no MTP layers (its config.json's "
+                "num_nextn_predict_layers is {}); use --speculative ngram or none",
+                config_.path, config_.num_nextn_predict_layers);
+        if (options_.mtp_spare_blocks < 1)
+            bad_input("mtp_spare_blocks {} must be at least 1", options_.mtp_spare_blocks);
+        config_.mtp_layers = config_.num_nextn_predict_layers;
+    }
     // check_layout, before any weight (a run plan has done it: plan/run_plan.h).
     if (!options_.planned_kv_dtype) validate_checkpoint(config_, checkpoint_, layout_);
     const bool alone = options_.only_rank >= 0;
@@ -126,7 +136,7 @@ WorkerGroup::~WorkerGroup() {
 }
 
 void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling* sampling,
-                       int32_t* tokens, LogprobRows* logprobs) {
+                       int32_t* tokens, LogprobRows* logprobs, float* hidden) {
     MYRIAD_CHECK(!sampling || backend_samples_, "a StepSampling for workers that do not sample");
     std::unique_lock<std::mutex> lock(mutex_);
     step_ = &step;
@@ -134,6 +144,28 @@ void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling*
     sampling_ = sampling;
     tokens_ = tokens;
     logprobs_ = logprobs;
+    hidden_ = hidden;
+    mtp_in_ = nullptr;
+    run_step(lock);
+}
+
+void WorkerGroup::mtp_step(const StepInput& step, const float* hidden_in, float* logits,
+                           float* hidden_out, int64_t mtp) {
+    MYRIAD_CHECK(mtp >= 0 && mtp < config_.mtp_layers && hidden_in,
+                 "MTP step of layer {} with {} MTP layers loaded", mtp, config_.mtp_layers);
+    std::unique_lock<std::mutex> lock(mutex_);
+    step_ = &step;
+    logits_ = logits;
+    sampling_ = nullptr;
+    tokens_ = nullptr;
+    logprobs_ = nullptr;
+    hidden_ = hidden_out;
+    mtp_in_ = hidden_in;
+    mtp_index_ = mtp;
+    run_step(lock);
+}
+
+void WorkerGroup::run_step(std::unique_lock<std::mutex>& lock) {
     done_ = 0;
     error_ = nullptr;
     ++generation_;
@@ -157,7 +189,7 @@ void WorkerGroup::run_worker(int rank) {
     std::unique_ptr<Ops> ops;
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<DeepseekV3> model;
-    std::unique_ptr<KvCache> cache;
+    std::unique_ptr<KvCache> cache, mtp_cache;
     const bool alone = options_.only_rank >= 0;
     const int lead = alone ? options_.only_rank : 0;  // the rank whose logits are returned
     try {
@@ -189,6 +221,13 @@ void WorkerGroup::run_worker(int rank) {
                                              layout_.of_rank(rank), options_.model);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
                                           kv_dtype_, kv_scales_);
+        if (config_.mtp_layers > 0) {  // the MTP layers' own latent cache, a layer each
+            ModelConfig mc = config_;
+            mc.num_hidden_layers = config_.mtp_layers;
+            mtp_cache =
+                std::make_unique<KvCache>(mc, *ops, options_.kv_blocks + options_.mtp_spare_blocks,
+                                          options_.kv_block_size, kv_dtype_);
+        }
     } catch (const std::exception& e) {
         {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -213,6 +252,9 @@ void WorkerGroup::run_worker(int rank) {
         const StepSampling* sampling;
         int32_t* tokens;
         LogprobRows* logprobs;
+        float* hidden;
+        const float* mtp_in;
+        int64_t mtp_index;
         {
             std::unique_lock<std::mutex> lock(mutex_);
             cv_.wait(lock, [&] { return generation_ != seen; });
@@ -223,14 +265,21 @@ void WorkerGroup::run_worker(int rank) {
             sampling = sampling_;
             tokens = tokens_;
             logprobs = logprobs_;
+            hidden = hidden_;
+            mtp_in = mtp_in_;
+            mtp_index = mtp_index_;
         }
         try {
             if (rank != lead) {
                 own_logits.resize(step->logit_rows.size() * config_.vocab_size);
                 logits = own_logits.data();
             }
-            model->forward(*step, *cache, logits, rank == lead ? sampling : nullptr, tokens,
-                           rank == lead ? logprobs : nullptr);
+            if (mtp_in)  // every rank's MTP output hidden states are the same; the lead's return
+                model->forward_mtp(*step, mtp_in, *mtp_cache, logits,
+                                   rank == lead ? hidden : nullptr, mtp_index);
+            else
+                model->forward(*step, *cache, logits, rank == lead ? sampling : nullptr, tokens,
+                               rank == lead ? logprobs : nullptr, rank == lead ? hidden : nullptr);
             comm->check_step();  // a collective that gave up waiting on the device
         } catch (const std::exception& e) {
             {

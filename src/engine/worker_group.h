@@ -53,6 +53,12 @@ struct WorkerGroupOptions {
     // Set when a run plan (plan/run_plan.h) decided the run: the latent cache's dtype; the plan
     // has checked the GPUs' kernels and the layout and printed them, so the workers do not.
     std::optional<DType> planned_kv_dtype;
+    // --speculative mtp: load the checkpoint's MTP layers (num_nextn_predict_layers; a checkpoint
+    // without any is bad input before loading) and give each rank a cache for their attention:
+    // the target's blocks (the same block tables address it) plus `mtp_spare_blocks` for the
+    // positions of chained drafts past a sequence's own blocks.
+    bool mtp = false;
+    int64_t mtp_spare_blocks = 64;
 };
 
 class WorkerGroup {
@@ -87,11 +93,21 @@ class WorkerGroup {
     // `sampling` (only when backend_samples()), rank 0's backend chooses tokens[i] for the rows
     // not marked host, and only the host rows' logits are written. The results of the step's
     // logprob spans (prompt logprobs) go to `logprobs`.
+    // With `hidden` (a step marked eager), every row's hidden state before the final norm
+    // ([T, hidden]) goes there.
     void step(const StepInput& step, float* logits, const StepSampling* sampling = nullptr,
-              int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr);
+              int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr, float* hidden = nullptr);
+    // MTP layers loaded (options.mtp), and the first of the spare blocks of their cache.
+    int64_t mtp_layers() const { return config_.mtp_layers; }
+    int64_t mtp_spare_begin() const { return options_.kv_blocks; }
+    // One step of MTP layer `mtp` on every rank (DeepseekV3::forward_mtp): rank 0's logits of
+    // step.logit_rows ([rows, vocab]) to `logits`, its output hidden states to `hidden_out`.
+    void mtp_step(const StepInput& step, const float* hidden_in, float* logits, float* hidden_out,
+                  int64_t mtp = 0);
 
   private:
     void run_worker(int rank);
+    void run_step(std::unique_lock<std::mutex>& lock);  // the workers run step_, as set
 
     ModelConfig config_;
     const Checkpoint& checkpoint_;
@@ -116,6 +132,9 @@ class WorkerGroup {
     const StepSampling* sampling_ = nullptr;
     int32_t* tokens_ = nullptr;
     LogprobRows* logprobs_ = nullptr;
+    float* hidden_ = nullptr;
+    const float* mtp_in_ = nullptr;  // set: the step is an MTP step (mtp_step)
+    int64_t mtp_index_ = 0;
     bool backend_samples_ = false;
     std::exception_ptr error_;
     ModelledCommunicator* modelled_ = nullptr;  // only_rank's communicator, while it runs

@@ -76,15 +76,18 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
 }
 
 void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits,
-                         const StepSampling* sampling, int32_t* tokens, LogprobRows* logprobs) {
+                         const StepSampling* sampling, int32_t* tokens, LogprobRows* logprobs,
+                         float* hidden_out) {
     check_step(step, cache);
+    MYRIAD_CHECK(!hidden_out || step.eager,
+                 "a step whose hidden states leave the device runs eagerly");
     MYRIAD_CHECK(!sampling || (comm_.world() == 1 && ops_.samples() &&
                                sampling->rows.size() == step.logit_rows.size()),
                  "sampling on the backend needs one rank, a backend that samples, and a row per "
                  "logit row");
     // Every rank replays its own graph, the collectives inside meeting on the device. A recorded
     // step ends at its logits: one with logprob rows runs op by op.
-    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() &&
+    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() && !hidden_out &&
         ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
         return;
     ops_.reset_scratch();
@@ -120,6 +123,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
         reduce_add_rmsnorm(comm_, ops_, y, h, next, eps, x);
         ops_.release_scratch(layer_mark);
     }
+    if (hidden_out) ops_.copy_to_host(h, hidden_out);
 
     if (!step.logprob_spans.empty()) logprob_rows(step, h, logprobs);
     const int64_t n = static_cast<int64_t>(step.logit_rows.size());
@@ -128,21 +132,80 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     ops_.gather_logit_rows(h, last);
     Tensor normed = ops_.scratch(DType::F32, {n, hidden});
     ops_.rmsnorm(last, weights_.final_norm, eps, normed);
+    if (!sampling) return head_logits(normed, logits);
+    Tensor part = ops_.scratch(DType::F32, {n, weights_.lm_head.rows});
+    ops_.linear(normed, weights_.lm_head, part);
+    ops_.sample(part, *sampling, tokens, logits);  // one rank: [n, vocab] already
+}
+
+void DeepseekV3::head_logits(Tensor normed, float* logits) {
+    const int64_t n = normed.dim(0);
     const int64_t world = comm_.world(), shard = weights_.lm_head.rows;
     Tensor part = ops_.scratch(DType::F32, {n, shard});
     ops_.linear(normed, weights_.lm_head, part);
-    if (world == 1) {  // [n, vocab] already: sampled where it is, or straight into `logits`
-        if (sampling)
-            ops_.sample(part, *sampling, tokens, logits);
-        else
-            ops_.copy_to_host(part, logits);
-        return;
-    }
+    if (world == 1) return ops_.copy_to_host(part, logits);  // [n, vocab] already
     MYRIAD_CHECK(world * shard == config_.vocab_size, "{} ranks of {} vocabulary rows cover {}",
                  world, shard, config_.vocab_size);
     Tensor gathered = ops_.scratch(DType::F32, {n, world * shard});
     comm_.all_gather_columns(part, gathered);
     ops_.copy_to_host(gathered, logits);
+}
+
+void DeepseekV3::forward_mtp(const StepInput& step, const float* hidden_in, const KvCache& cache,
+                             float* logits, float* hidden_out, int64_t mtp) {
+    MYRIAD_CHECK(mtp >= 0 && mtp < static_cast<int64_t>(weights_.mtp.size()),
+                 "MTP layer {} of the {} loaded (--speculative mtp loads them)", mtp,
+                 weights_.mtp.size());
+    check_step(step, cache);
+    ops_.reset_scratch();
+    ops_.begin_step(step);
+    const MtpWeights& m = weights_.mtp[static_cast<size_t>(mtp)];
+    const LayerWeights& w = m.layer;
+    const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
+    const float eps = static_cast<float>(config_.rms_norm_eps);
+
+    // eh_proj(concat(enorm(e), hnorm(h_prev))) as the sum of its two column halves' products.
+    Tensor e = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.embed(weights_.embed, weights_.vocab_begin, e);
+    comm_.all_reduce_sum(e);
+    const std::vector<float> zeros(static_cast<size_t>(hidden), 0.0f);
+    for (int64_t r = 0; r < t_count; ++r)
+        if (step.positions[static_cast<size_t>(r)] == 0)
+            ops_.copy_from_host(zeros.data(), e.rows(r, r + 1));
+    Tensor prev = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.copy_from_host(hidden_in, prev);
+    Tensor en = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.rmsnorm(e, m.enorm, eps, en);
+    Tensor hn = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.rmsnorm(prev, m.hnorm, eps, hn);
+    Tensor h = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.linear(en, m.eh_proj_e, h);
+    Tensor y = ops_.scratch(DType::F32, {t_count, hidden});
+    ops_.linear(hn, m.eh_proj_h, y);
+    ops_.add(h, y);
+
+    // One decoder layer over it, attending to the MTP layer's own cache.
+    Tensor x = ops_.scratch(DType::F32, {t_count, hidden});
+    plan_attention(step);
+    ops_.rmsnorm(h, w.input_norm, eps, x);
+    attention(w, cache.layer(mtp), step, x, y);
+    comm_.all_reduce_sum(y);
+    ops_.add_rmsnorm(h, y, w.post_attention_norm, eps, x);
+    if (w.moe)
+        moe(config_.num_hidden_layers + mtp, w, x, y);
+    else
+        mlp(w.dense, x, y);
+    comm_.all_reduce_sum(y);
+    ops_.add(h, y);
+
+    const int64_t n = static_cast<int64_t>(step.logit_rows.size());
+    if (n == 0) return;
+    Tensor last = ops_.scratch(DType::F32, {n, hidden});
+    ops_.gather_logit_rows(h, last);
+    if (hidden_out) ops_.copy_to_host(last, hidden_out);
+    Tensor normed = ops_.scratch(DType::F32, {n, hidden});
+    ops_.rmsnorm(last, m.head_norm, eps, normed);
+    head_logits(normed, logits);
 }
 
 // A pass at a time: the final norm and lm_head of a few rows, the vocabulary slices gathered from

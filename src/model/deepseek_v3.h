@@ -62,12 +62,27 @@ class DeepseekV3 {
     // tokens[i] for the rows not marked host and only those rows' logits reach `logits`. A step
     // with logprob spans (prompt logprobs) writes their results to `logprobs` on rank 0 (other
     // ranks take part in the gathers and may pass null).
+    // With `hidden_out` (host, [T, hidden_size]; rank 0 is enough), every row's hidden state
+    // before the final norm goes there too (the MTP drafter's input); the step then runs op by op.
     void forward(const StepInput& step, const KvCache& cache, float* logits,
                  const StepSampling* sampling = nullptr, int32_t* tokens = nullptr,
-                 LogprobRows* logprobs = nullptr);
+                 LogprobRows* logprobs = nullptr, float* hidden_out = nullptr);
+
+    // MTP layer `mtp` of config.mtp_layers (reference.md §1.9) over a step whose row i pairs
+    // hidden_in[i] (host, [T, hidden_size]: the target's hidden state at position p, or the MTP
+    // layer's own output for a chained draft) with token_ids[i], the token at p + 1. Its
+    // attention's KV goes to `cache` (layer `mtp` of a cache of mtp_layers layers, addressed by
+    // the step's slots and block tables like the target's). For step.logit_rows, on every rank:
+    // the full-vocabulary logits [rows, vocab] to `logits` and the layer's output (before
+    // shared_head.norm) [rows, hidden] to `hidden_out` (host; null: not wanted). A row at
+    // position 0 embeds its token as zeros, as vLLM does.
+    void forward_mtp(const StepInput& step, const float* hidden_in, const KvCache& cache,
+                     float* logits, float* hidden_out, int64_t mtp = 0);
 
   private:
     void check_step(const StepInput& step, const KvCache& cache) const;
+    // The logits of `normed` [n, hidden] (final-normed rows), full vocabulary, to host `logits`.
+    void head_logits(Tensor normed, float* logits);
     void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step, Tensor x,
                    Tensor out);
     // Which form each sequence of the step takes, and the naive form's calls and workspace.

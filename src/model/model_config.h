@@ -63,6 +63,9 @@ struct ModelConfig {
     RopeScaling rope_scaling;
     int64_t max_position_embeddings = 0;
     int64_t num_nextn_predict_layers = 0;
+    // MTP layers the forward pass loads (--speculative mtp): 0, or num_nextn_predict_layers. Not
+    // from config.json: set by whoever loads the model for the MTP drafter.
+    int64_t mtp_layers = 0;
     bool tie_word_embeddings = false;
     std::optional<int64_t> bos_token_id;
     std::vector<int64_t> eos_token_ids;

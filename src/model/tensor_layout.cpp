@@ -12,8 +12,16 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
     };
     const int64_t hidden = c.hidden_size, heads = c.num_attention_heads;
     add("model.embed_tokens.weight", {c.vocab_size, hidden}, ShardKind::Rows);
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    // The decoder layers, then the MTP layers that are loaded (each a decoder layer after its
+    // own norms and eh_proj; its embedding and head are the model's: reference.md §1.9).
+    for (int64_t l = 0; l < c.num_hidden_layers + c.mtp_layers; ++l) {
         const std::string p = fmt::format("model.layers.{}.", l);
+        if (l >= c.num_hidden_layers) {
+            add(p + "enorm.weight", {hidden}, ShardKind::Replicated);
+            add(p + "hnorm.weight", {hidden}, ShardKind::Replicated);
+            add(p + "eh_proj.weight", {hidden, 2 * hidden}, ShardKind::Replicated);
+            add(p + "shared_head.norm.weight", {hidden}, ShardKind::Replicated);
+        }
         add(p + "input_layernorm.weight", {hidden}, ShardKind::Replicated);
         add(p + "post_attention_layernorm.weight", {hidden}, ShardKind::Replicated);
         const std::string a = p + "self_attn.";
@@ -61,9 +69,14 @@ TensorShard tensor_shard(const ModelConfig& c, const ExpectedTensor& t, const La
 
 bool is_ignored_tensor(const ModelConfig& c, std::string_view name) {
     if (name.starts_with("vision_tower.") || name.starts_with("mm_projector.")) return true;
-    // Multi-token-prediction layers are stored after the last decoder layer.
+    // Multi-token-prediction layers are stored after the last decoder layer. Loaded ones
+    // (--speculative mtp) still leave out their copies of the embedding and the head.
     for (int64_t i = 0; i < c.num_nextn_predict_layers; ++i) {
-        if (name.starts_with(fmt::format("model.layers.{}.", c.num_hidden_layers + i))) return true;
+        const std::string p = fmt::format("model.layers.{}.", c.num_hidden_layers + i);
+        if (!name.starts_with(p)) continue;
+        if (i >= c.mtp_layers) return true;
+        const std::string_view rest = name.substr(p.size());
+        if (rest.starts_with("embed_tokens.") || rest.starts_with("shared_head.head.")) return true;
     }
     return false;
 }

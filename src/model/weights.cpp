@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 #include "model/gguf_weights.h"
 #include "model/layout_check.h"
@@ -21,6 +22,21 @@ std::string text_model_prefix(const ModelConfig& config, const Checkpoint& ckpt)
     return "";  // the missing-tensor error will name model.embed_tokens.weight
 }
 
+namespace {
+
+// The format of linear `name`: the quantisation config's, except an MTP layer's eh_proj stored
+// unquantised (DeepSeek's FP8 checkpoints keep it BF16, as vLLM's plain Linear for it reads it).
+WeightFormat stored_linear_format(const ModelConfig& c, const Checkpoint& ckpt,
+                                  const std::string& name, const std::string& prefix) {
+    const WeightFormat f = linear_format(c, name, prefix);
+    if (f == WeightFormat::Dense || !name.ends_with(".eh_proj.weight") || !ckpt.has(prefix + name))
+        return f;
+    const DType d = ckpt.get(prefix + name).dtype();
+    return d == DType::BF16 || d == DType::F16 || d == DType::F32 ? WeightFormat::Dense : f;
+}
+
+}  // namespace
+
 void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, const Layout& layout) {
     if (ckpt.synthetic_seed() != 0) {  // generated weights: only the sharding can be wrong
         check_layout(config, layout);
@@ -35,7 +51,8 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, cons
     check_layout(config, layout, prefix);
     for (const auto& t : expected_tensors(config)) {
         if (is_linear_weight(t.name)) {
-            linear_source(config, ckpt, t, linear_format(config, t.name, prefix), prefix);
+            linear_source(config, ckpt, t, stored_linear_format(config, ckpt, t.name, prefix),
+                          prefix);
             continue;
         }
         const bool is_bias = t.name.ends_with("e_score_correction_bias");
@@ -55,6 +72,9 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& ckpt, cons
             ++skipped["vision_tower.*"];
         else if (n.starts_with("mm_projector."))
             ++skipped["mm_projector.*"];
+        else if (config.mtp_layers > 0 && n.starts_with("model.layers.") &&
+                 (n.ends_with(".embed_tokens.weight") || n.ends_with(".shared_head.head.weight")))
+            ++skipped["MTP copies of the embedding and lm_head (the model's are used)"];
         else
             ++skipped["multi-token prediction layers"];
     }
@@ -80,7 +100,8 @@ class Loader {
         for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
     }
 
-    Weight load(const std::string& name) {
+    // `cols`: a column range of a replicated tensor (eh_proj's halves), else the layout's shard.
+    Weight load(const std::string& name, std::optional<Slice> cols = std::nullopt) {
         auto it = layout_.find(name);
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
@@ -95,7 +116,8 @@ class Loader {
         } else if (const GgufModel* gguf = ckpt_.gguf()) {
             src = gguf_weight_source(config_, *gguf, e, scratch_);
         } else if (is_linear_weight(name)) {
-            src = linear_source(config_, ckpt_, e, linear_format(config_, name, prefix_), prefix_);
+            src = linear_source(config_, ckpt_, e,
+                                stored_linear_format(config_, ckpt_, name, prefix_), prefix_);
         } else {
             TensorView v = ckpt_.expect(prefix_ + name, e.shape);
             src.data = v.data;
@@ -117,6 +139,13 @@ class Loader {
         } else if (e.shard == ShardKind::Cols) {
             src.col_begin = shard.cols.begin;
             src.col_end = shard.cols.end;
+        }
+        if (cols) {
+            MYRIAD_CHECK(e.shard == ShardKind::Replicated && cols->end <= src.src_cols,
+                         "{}: columns [{}, {}) of a sharded tensor or outside {}", name,
+                         cols->begin, cols->end, src.src_cols);
+            src.col_begin = cols->begin;
+            src.col_end = cols->end;
         }
         // GGUF blocks: ops read embeddings, norms and the router directly, and a column shard
         // must hold whole blocks; otherwise the shard is dequantised at load.
@@ -150,6 +179,37 @@ class Loader {
     size_t bytes_ = 0;
 };
 
+// Decoder layer l (an MTP layer's decoder layer too: its tensors have the same names).
+LayerWeights load_layer(Loader& ld, const ModelConfig& c, int64_t l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    LayerWeights lw;
+    lw.input_norm = ld.load(p + "input_layernorm.weight");
+    lw.post_attention_norm = ld.load(p + "post_attention_layernorm.weight");
+    const std::string a = p + "self_attn.";
+    if (c.q_lora_rank > 0) {
+        lw.attn.q_a = ld.load(a + "q_a_proj.weight");
+        lw.attn.q_a_norm = ld.load(a + "q_a_layernorm.weight");
+        lw.attn.q_b = ld.load(a + "q_b_proj.weight");
+    } else {
+        lw.attn.q = ld.load(a + "q_proj.weight");
+    }
+    lw.attn.kv_a = ld.load(a + "kv_a_proj_with_mqa.weight");
+    lw.attn.kv_a_norm = ld.load(a + "kv_a_layernorm.weight");
+    lw.attn.kv_b = ld.load(a + "kv_b_proj.weight");
+    lw.attn.o = ld.load(a + "o_proj.weight");
+    lw.moe = c.is_moe_layer(l);
+    if (!lw.moe) {
+        lw.dense = ld.mlp(p + "mlp.");
+    } else {
+        lw.router = ld.load(p + "mlp.gate.weight");
+        lw.router_bias = ld.load(p + "mlp.gate.e_score_correction_bias");
+        for (int64_t e = 0; e < c.n_routed_experts; ++e)
+            lw.experts.push_back(ld.mlp(fmt::format("{}mlp.experts.{}.", p, e)));
+        if (c.n_shared_experts > 0) lw.shared = ld.mlp(p + "mlp.shared_experts.");
+    }
+    return lw;
+}
+
 }  // namespace
 
 ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
@@ -158,34 +218,18 @@ ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops
     ModelWeights w;
     w.embed = ld.load("model.embed_tokens.weight");
     w.vocab_begin = layout.vocab(c.vocab_size).begin;
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) w.layers.push_back(load_layer(ld, c, l));
+    for (int64_t i = 0; i < c.mtp_layers; ++i) {
+        const int64_t l = c.num_hidden_layers + i;
         const std::string p = fmt::format("model.layers.{}.", l);
-        LayerWeights lw;
-        lw.input_norm = ld.load(p + "input_layernorm.weight");
-        lw.post_attention_norm = ld.load(p + "post_attention_layernorm.weight");
-        const std::string a = p + "self_attn.";
-        if (c.q_lora_rank > 0) {
-            lw.attn.q_a = ld.load(a + "q_a_proj.weight");
-            lw.attn.q_a_norm = ld.load(a + "q_a_layernorm.weight");
-            lw.attn.q_b = ld.load(a + "q_b_proj.weight");
-        } else {
-            lw.attn.q = ld.load(a + "q_proj.weight");
-        }
-        lw.attn.kv_a = ld.load(a + "kv_a_proj_with_mqa.weight");
-        lw.attn.kv_a_norm = ld.load(a + "kv_a_layernorm.weight");
-        lw.attn.kv_b = ld.load(a + "kv_b_proj.weight");
-        lw.attn.o = ld.load(a + "o_proj.weight");
-        lw.moe = c.is_moe_layer(l);
-        if (!lw.moe) {
-            lw.dense = ld.mlp(p + "mlp.");
-        } else {
-            lw.router = ld.load(p + "mlp.gate.weight");
-            lw.router_bias = ld.load(p + "mlp.gate.e_score_correction_bias");
-            for (int64_t e = 0; e < c.n_routed_experts; ++e)
-                lw.experts.push_back(ld.mlp(fmt::format("{}mlp.experts.{}.", p, e)));
-            if (c.n_shared_experts > 0) lw.shared = ld.mlp(p + "mlp.shared_experts.");
-        }
-        w.layers.push_back(std::move(lw));
+        MtpWeights m;
+        m.enorm = ld.load(p + "enorm.weight");
+        m.hnorm = ld.load(p + "hnorm.weight");
+        m.eh_proj_e = ld.load(p + "eh_proj.weight", Slice{0, c.hidden_size});
+        m.eh_proj_h = ld.load(p + "eh_proj.weight", Slice{c.hidden_size, 2 * c.hidden_size});
+        m.head_norm = ld.load(p + "shared_head.norm.weight");
+        m.layer = load_layer(ld, c, l);
+        w.mtp.push_back(std::move(m));
     }
     w.final_norm = ld.load("model.norm.weight");
     w.lm_head = ld.load("lm_head.weight");

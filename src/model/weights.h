@@ -28,10 +28,20 @@ struct LayerWeights {
     MlpWeights shared;                // shared experts as one MLP (empty when none)
 };
 
+// One multi-token-prediction layer (reference.md §1.9): the norms of the next token's embedding
+// and of the target's hidden state, eh_proj as its two column halves (the embedding's, the
+// hidden state's: eh_proj of the concatenation is their sum), a decoder layer, and the norm
+// before the shared head (the model's lm_head; its embedding is the model's too).
+struct MtpWeights {
+    Weight enorm, hnorm, eh_proj_e, eh_proj_h, head_norm;
+    LayerWeights layer;
+};
+
 struct ModelWeights {
     Weight embed;  // rows [vocab_begin, vocab_begin + rows) of the vocabulary
     int64_t vocab_begin = 0;
     std::vector<LayerWeights> layers;
+    std::vector<MtpWeights> mtp;  // config.mtp_layers of them
     Weight final_norm;
     Weight lm_head;    // same vocabulary rows as embed
     size_t bytes = 0;  // backend bytes held by this rank

@@ -37,6 +37,9 @@ struct StepInput {
     std::vector<LogprobSpan> logprob_spans;
     std::vector<TokenId> logprob_targets;
     int64_t logprob_top_n = 0;
+    // Run op by op, never recorded or replayed as a graph: a step of the MTP drafter's layer, or
+    // one whose hidden states leave the device for it.
+    bool eager = false;
     int64_t num_logprob_rows() const { return static_cast<int64_t>(logprob_targets.size()); }
     int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
 };

@@ -43,7 +43,7 @@ int64_t graph_verify_replays_total() {
 
 int64_t CudaOps::decode_key(const StepInput& st) {
     const int64_t t = st.num_tokens(), n = static_cast<int64_t>(st.seqs.size());
-    if (t == 0 || n == 0 || t > kMaxGraphRows || t % n != 0 ||
+    if (st.eager || t == 0 || n == 0 || t > kMaxGraphRows || t % n != 0 ||
         static_cast<int64_t>(st.logit_rows.size()) != t || !st.logprob_spans.empty())
         return -1;
     const int64_t r = t / n;  // rows a sequence: the same for every one
