@@ -77,15 +77,25 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
 void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits,
                          const StepSampling* sampling, int32_t* tokens, LogprobRows* logprobs) {
     check_step(step, cache);
-    MYRIAD_CHECK(!sampling || (comm_.world() == 1 && ops_.samples() &&
+    const bool across = sampling && comm_.world() > 1;
+    MYRIAD_CHECK(!sampling || ((across || ops_.samples()) &&
                                sampling->rows.size() == step.logit_rows.size()),
-                 "sampling on the backend needs one rank, a backend that samples, and a row per "
-                 "logit row");
+                 "sampling on the backend needs several ranks or a backend that samples, and a "
+                 "row per logit row");
     // Every rank replays its own graph, the collectives inside meeting on the device. A recorded
-    // step ends at its logits: one with logprob rows runs op by op.
-    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() &&
-        ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
-        return;
+    // step ends at its logits: one with logprob rows runs op by op. Sampled across ranks, the
+    // recording ends at this rank's slice of the logits, and the choice runs after it.
+    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty()) {
+        if (across) {
+            const Tensor part = ops_.replay_step_logits(step, weights_.lm_head.rows);
+            if (part.data) {
+                sample_across_ranks(part, *sampling, tokens, logits);
+                return;
+            }
+        } else if (ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens)) {
+            return;
+        }
+    }
     ops_.reset_scratch();
     ops_.begin_step(step);
     const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
@@ -137,6 +147,11 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     }
     MYRIAD_CHECK(world * shard == config_.vocab_size, "{} ranks of {} vocabulary rows cover {}",
                  world, shard, config_.vocab_size);
+    if (across) {
+        ops_.end_recording(part);
+        sample_across_ranks(part, *sampling, tokens, logits);
+        return;
+    }
     Tensor gathered = ops_.scratch(DType::F32, {n, world * shard});
     comm_.all_gather_columns(part, gathered);
     ops_.copy_to_host(gathered, logits);
