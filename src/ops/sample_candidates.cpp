@@ -24,8 +24,11 @@ TokenId bits_id(float f) {
 
 }  // namespace
 
-bool samples_from_candidates(const SampleRow& row) {
-    return !row.host && (row.greedy || (row.top_k > 0 && row.top_k <= kMaxSliceCandidates));
+bool samples_from_candidates(const SampleRow& row, int64_t shard) {
+    if (row.host || (!row.greedy && (row.top_k <= 0 || row.top_k > kMaxSliceCandidates)))
+        return false;
+    const int64_t need = row.greedy ? 1 : row.top_k;
+    return 2 * need < shard;  // a logit and an id each: fewer bytes than the slice itself
 }
 
 SliceSampling slice_sampling(const StepSampling& sampling, int64_t vocab_begin, int64_t shard) {
@@ -33,14 +36,14 @@ SliceSampling slice_sampling(const StepSampling& sampling, int64_t vocab_begin, 
     int64_t k = 0;
     for (size_t i = 0; i < sampling.rows.size(); ++i) {
         const SampleRow& r = sampling.rows[i];
-        if (samples_from_candidates(r)) {
+        if (samples_from_candidates(r, shard)) {
             s.rows.push_back(static_cast<int32_t>(i));
             k = std::max<int64_t>(k, r.greedy ? 1 : r.top_k);
         } else {
             s.full.push_back(static_cast<int32_t>(i));
         }
     }
-    s.k = std::min(k, shard);
+    s.k = k;
     StepSampling& local = s.local;
     local.rows = sampling.rows;
     for (SampleRow& r : local.rows) r.host = true;

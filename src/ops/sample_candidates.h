@@ -25,7 +25,7 @@ struct SliceSampling {
     std::vector<int32_t> rows;  // logit rows chosen from candidates, ascending
     std::vector<int32_t> full;  // logit rows gathered whole, ascending
     // Candidates each rank sends per candidate row: the largest top_k among the rows (1 when all
-    // are greedy), at most the slice's width.
+    // are greedy), less than half the slice's width.
     int64_t k = 0;
     // The step's sampling for this rank's columns (token c of the slice is c here): edits moved
     // by -vocab_begin (those of other slices fall outside [0, shard) and are ignored), masks cut
@@ -33,8 +33,10 @@ struct SliceSampling {
     StepSampling local;
 };
 
-// Whether `row` can be chosen from candidates.
-bool samples_from_candidates(const SampleRow& row);
+// Whether `row` is chosen from candidates of slices of `shard` columns: greedy or top_k up to
+// kMaxSliceCandidates, not a host row, and its candidates (a logit and an id each) fewer bytes
+// than the slice (2 * top_k < shard; a tiny vocabulary crosses whole).
+bool samples_from_candidates(const SampleRow& row, int64_t shard);
 
 // Splits `sampling` for the rank holding columns [vocab_begin, vocab_begin + shard).
 SliceSampling slice_sampling(const StepSampling& sampling, int64_t vocab_begin, int64_t shard);
