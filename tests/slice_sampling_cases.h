@@ -79,6 +79,19 @@ inline TokenId whole_row_token(const SliceCase& c, int64_t i) {
     return choose_token(l.data(), c.vocab, r);
 }
 
+// Each rank's candidates [m, 2k] (cands[r]) side by side, [m, world * 2k], as
+// all_gather_columns places them.
+inline std::vector<float> side_by_side(const std::vector<std::vector<float>>& cands, int64_t m) {
+    const int64_t world = static_cast<int64_t>(cands.size());
+    const int64_t width = m > 0 ? static_cast<int64_t>(cands[0].size()) / m : 0;
+    std::vector<float> out(static_cast<size_t>(world * m * width));
+    for (int64_t r = 0; r < world; ++r)
+        for (int64_t j = 0; j < m; ++j)
+            for (int64_t x = 0; x < width; ++x)
+                out[(j * world + r) * width + x] = cands[r][j * width + x];
+    return out;
+}
+
 // Columns [begin, begin + shard) of every row.
 inline std::vector<float> slice_columns(const SliceCase& c, int64_t begin, int64_t shard) {
     const int64_t rows = static_cast<int64_t>(c.sampling.rows.size());

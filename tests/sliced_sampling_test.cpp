@@ -15,11 +15,12 @@ namespace myriad::testing {
 namespace {
 
 // The rows of `c` chosen across `world` slices with `ops` (host memory): every rank's
-// candidates, gathered in rank order, then chosen; -1 for rows not chosen from candidates.
+// candidates, gathered side by side in rank order, then chosen; -1 for rows not chosen from
+// candidates.
 std::vector<TokenId> choose_across_slices(Ops& ops, const SliceCase& c, int64_t world,
                                           SliceSampling* first = nullptr) {
     const int64_t n = static_cast<int64_t>(c.sampling.rows.size()), shard = c.vocab / world;
-    std::vector<float> gathered;
+    std::vector<std::vector<float>> cands;
     SliceSampling s0;
     for (int64_t r = 0; r < world; ++r) {
         const SliceSampling s = slice_sampling(c.sampling, r * shard, shard);
@@ -32,12 +33,13 @@ std::vector<TokenId> choose_across_slices(Ops& ops, const SliceCase& c, int64_t 
         if (m > 0)
             ops.slice_candidates(Tensor(part.data(), DType::F32, {n, shard}), s, r * shard,
                                  Tensor(cand.data(), DType::F32, {m, 2 * s.k}));
-        gathered.insert(gathered.end(), cand.begin(), cand.end());
+        cands.push_back(std::move(cand));
     }
     std::vector<TokenId> tokens(static_cast<size_t>(n), -1);
     const int64_t m = static_cast<int64_t>(s0.rows.size());
+    std::vector<float> gathered = side_by_side(cands, m);
     if (m > 0)
-        ops.choose_candidates(Tensor(gathered.data(), DType::F32, {world, m, 2 * s0.k}), s0,
+        ops.choose_candidates(Tensor(gathered.data(), DType::F32, {m, world * 2 * s0.k}), s0,
                               c.sampling, tokens.data());
     if (first) *first = s0;
     return tokens;

@@ -66,8 +66,9 @@ void DeepseekV3::sample_across_ranks(Tensor part, const StepSampling& sampling, 
     if (m > 0) {
         Tensor cand = sampling_buffer(2, DType::F32, {m, 2 * k});
         ops_.slice_candidates(part, slice, weights_.vocab_begin, cand);
-        Tensor gathered = sampling_buffer(3, DType::F32, {world, m, 2 * k});
-        comm_.all_gather(cand, gathered);
+        // Side by side ([m, world * 2k]): on GPUs the gather that waits on the device alone.
+        Tensor gathered = sampling_buffer(3, DType::F32, {m, world * 2 * k});
+        comm_.all_gather_columns(cand, gathered);
         ops_.choose_candidates(gathered, slice, sampling, tokens);
     }
 }

@@ -107,7 +107,9 @@ class Ops {
     }
 
     // ---- sampling on the device ----
-    // Whether sample() works on this backend (then only token ids need to leave the device).
+    // Whether one rank samples on this backend (then only token ids need to leave the device).
+    // sample() itself works on every backend: ranks sampling across vocabulary slices use it on
+    // the rows they gather whole.
     virtual bool samples() const { return false; }
     // Chooses tokens[i] for each logit row i of `logits` [n, vocab] not marked host, per
     // `sampling` (the arithmetic of ops/token_choice.h; the rows' logits are edited in place);
@@ -128,8 +130,9 @@ class Ops {
     virtual void slice_candidates(Tensor logits, const SliceSampling& slice, int64_t vocab_begin,
                                   Tensor out);
     // tokens[slice.rows[j]] (host memory) for each candidate row j, chosen from `gathered`
-    // [world, m, 2 * k] (every rank's out of slice_candidates) with sampling.rows (the step's own,
-    // not the slice's) as choose_from_candidates does. By default computed on the host.
+    // [m, world * 2 * k] (every rank's out of slice_candidates, side by side) with sampling.rows
+    // (the step's own, not the slice's) as choose_from_candidates does. By default computed on the
+    // host.
     virtual void choose_candidates(Tensor gathered, const SliceSampling& slice,
                                    const StepSampling& sampling, int32_t* tokens);
     // dst [rows.size(), cols] = src [.., cols] rows `rows` (the rows of a step's logits gathered

@@ -84,11 +84,12 @@ void slice_candidates_row(const float* logits, int64_t shard, int64_t vocab_begi
 
 TokenId choose_from_candidates(const float* gathered, int64_t world, int64_t m, int64_t k,
                                int64_t j, const SampleRow& row) {
+    (void)m;  // the layout needs only world and k
     const int64_t count = world * k;
     std::vector<float> l(static_cast<size_t>(count));
     std::vector<TokenId> ids(static_cast<size_t>(count));
     for (int64_t r = 0; r < world; ++r) {
-        const float* c = gathered + (r * m + j) * 2 * k;
+        const float* c = gathered + (j * world + r) * 2 * k;
         for (int64_t i = 0; i < k; ++i) {
             l[r * k + i] = c[i];
             ids[r * k + i] = bits_id(c[k + i]);

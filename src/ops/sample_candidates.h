@@ -47,7 +47,8 @@ SliceSampling slice_sampling(const StepSampling& sampling, int64_t vocab_begin, 
 void slice_candidates_row(const float* logits, int64_t shard, int64_t vocab_begin, int64_t k,
                           float* out);
 
-// The token of candidate row j (of `m`) from the gathered candidates [world, m, 2k].
+// The token of candidate row j (of `m`) from the gathered candidates [m, world * 2k] (the
+// ranks' lists side by side, as all_gather_columns places them).
 TokenId choose_from_candidates(const float* gathered, int64_t world, int64_t m, int64_t k,
                                int64_t j, const SampleRow& row);
 

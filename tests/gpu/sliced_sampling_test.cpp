@@ -23,7 +23,7 @@ TEST_F(GpuOpsTest, SliceCandidatesMatchTheCpuAndChooseTheWholeRowsToken) {
                          << "vocab " << vocab << " world " << world << " rep " << rep);
             const int64_t n = vocab > 10000 ? 16 : 40, shard = vocab / world;
             const SliceCase c = make_slice_case(rng, n, vocab);
-            std::vector<float> gathered_cpu, gathered_gpu;
+            std::vector<std::vector<float>> cands_gpu;
             SliceSampling s0;
             for (int64_t r = 0; r < world; ++r) {
                 const SliceSampling s = slice_sampling(c.sampling, r * shard, shard);
@@ -41,13 +41,12 @@ TEST_F(GpuOpsTest, SliceCandidatesMatchTheCpuAndChooseTheWholeRowsToken) {
                 ASSERT_EQ(got.size(), want.size());
                 EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
                     << "rank " << r << ": the GPU's candidates differ from the CPU's";
-                gathered_cpu.insert(gathered_cpu.end(), want.begin(), want.end());
-                gathered_gpu.insert(gathered_gpu.end(), got.begin(), got.end());
+                cands_gpu.push_back(got);
             }
             const int64_t m = static_cast<int64_t>(s0.rows.size());
             std::vector<int32_t> got(n, -1);
-            gpu->choose_candidates(dev(gathered_gpu, {world, m, 2 * s0.k}), s0, c.sampling,
-                                   got.data());
+            gpu->choose_candidates(dev(side_by_side(cands_gpu, m), {m, world * 2 * s0.k}), s0,
+                                   c.sampling, got.data());
             // The GPU's own sampler on the whole rows (one rank): the rule the ranks follow.
             std::vector<int32_t> one(n, -1);
             std::vector<float> host_rows(static_cast<size_t>(n * vocab));

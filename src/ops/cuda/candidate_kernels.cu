@@ -74,19 +74,18 @@ __global__ void __launch_bounds__(kTopkThreads)
 }
 
 __global__ void __launch_bounds__(kMergeThreads)
-    merge_candidates_kernel(const float* gathered, int64_t world, int64_t m, int64_t k,
-                            const int32_t* rows, const SampleRow* meta, float* keys, int32_t* vals,
-                            int32_t* tokens) {
+    merge_candidates_kernel(const float* gathered, int64_t world, int64_t k, const int32_t* rows,
+                            const SampleRow* meta, float* keys, int32_t* vals, int32_t* tokens) {
     const int64_t j = blockIdx.x, count = world * k;
     float* key = keys + j * count;
     int32_t* val = vals + j * count;
     for (int64_t e = threadIdx.x; e < count; e += kMergeThreads) {
-        const float* list = gathered + ((e / k) * m + j) * 2 * k;
+        const float* list = gathered + (j * world + e / k) * 2 * k;
         const float x = list[e % k];
         const int id = __float_as_int(list[k + e % k]);
         int64_t place = 0;  // the entries before this one
         for (int64_t f = 0; f < count; ++f) {
-            const float* other = gathered + ((f / k) * m + j) * 2 * k;
+            const float* other = gathered + (j * world + f / k) * 2 * k;
             place += before(other[f % k], __float_as_int(other[k + f % k]), x, id) ? 1 : 0;
         }
         key[place] = x;
@@ -110,7 +109,7 @@ void merge_candidates(const float* gathered, int64_t world, int64_t m, int64_t k
                       int32_t* tokens, cudaStream_t s) {
     if (m > 0 && k > 0)
         merge_candidates_kernel<<<static_cast<unsigned>(m), kMergeThreads, 0, s>>>(
-            gathered, world, m, k, rows, meta, keys, vals, tokens);
+            gathered, world, k, rows, meta, keys, vals, tokens);
 }
 
 }  // namespace myriad::cuda

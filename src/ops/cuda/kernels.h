@@ -292,7 +292,7 @@ void choose_among_sorted(const float* keys, const int32_t* vals, int64_t count,
 // bits.
 void slice_topk(const float* logits, int64_t shard, const int32_t* rows, int64_t m, int64_t k,
                 int64_t vocab_begin, float* out, cudaStream_t s);
-// Each candidate row j's lists of gathered [world, m, 2k] merged into keys / vals [m, world * k],
+// Each candidate row j's lists of gathered [m, world * 2k] merged into keys / vals [m, world * k],
 // sorted (logit descending, ties by id); tokens[rows[j]] = its first id where meta[rows[j]] is
 // greedy.
 void merge_candidates(const float* gathered, int64_t world, int64_t m, int64_t k,
