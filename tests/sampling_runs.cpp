@@ -122,10 +122,10 @@ std::vector<std::vector<TokenId>> outcome_tokens(const std::vector<SamplingOutco
 
 std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode, WarmUp warm,
                                                std::shared_ptr<Drafter> drafter, int64_t draft_len,
-                                               EngineStats* stats) {
+                                               EngineStats* stats, const KindsRun& run) {
     std::vector<std::vector<TokenId>> prompts;
-    for (const auto& p : load_golden_reference("kimi_k2").p) prompts.push_back(p.ids);
-    const std::string dir = golden_dir("kimi_k2");
+    for (const auto& p : load_golden_reference(run.golden).p) prompts.push_back(p.ids);
+    const std::string dir = golden_dir(run.golden);
     LoadedModel m;
     m.config = load_model_config(dir);
     m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
@@ -134,10 +134,13 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     wo.kv_blocks = 256;
     wo.device = device;
     wo.sampling = mode;
+    wo.tp = run.tp;
+    wo.devices = run.devices;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
-    EXPECT_EQ(
-        m.workers->backend_samples(),
-        mode == BackendSampling::On || (mode == BackendSampling::Auto && device == Device::Cuda));
+    EXPECT_EQ(m.workers->backend_samples(),
+              run.tp > 1 ? mode != BackendSampling::Off
+                         : mode == BackendSampling::On ||
+                               (mode == BackendSampling::Auto && device == Device::Cuda));
     EngineConfig ec;
     ec.check_invariants = true;
     ec.warm_up = warm;
@@ -145,6 +148,14 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     ec.speculative.num_speculative_tokens = draft_len;
     Engine engine(*m.workers, ec);
     auto kinds = request_kinds();
+    if (!run.only.empty()) {
+        std::vector<SamplingParams> chosen;
+        for (size_t i : run.only) chosen.push_back(kinds.at(i));
+        kinds = std::move(chosen);
+    }
+    if (run.top_k_everywhere)
+        for (SamplingParams& p : kinds)
+            if (p.temperature > 0 && p.top_k == 0) p.top_k = 20;
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (size_t i = 0; i < kinds.size(); ++i)
         handles.push_back(engine.submit(prompts[i % prompts.size()], kinds[i]));
@@ -164,6 +175,7 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
         out.push_back(std::move(o));
     }
     if (stats) *stats = engine.stats();
+    if (run.gathered_bytes) *run.gathered_bytes = m.workers->gathered_bytes();
     return out;
 }
 

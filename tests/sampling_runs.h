@@ -2,6 +2,8 @@
 // tests that compare where sampling happens (the engine, or the backend: CPU or GPU).
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -46,13 +48,28 @@ class ReplayDrafter : public Drafter {
     int64_t calls_ = 0;
 };
 
-// One engine (one rank on `device`, sampling `mode`, warm-up `warm`) running every kind at once,
-// kind i on the golden prompt i % (their number); the outcomes in kind order. With `drafter`,
-// it speculates (drafts of at most `draft_len`); `stats` gets the engine's counts.
+// Where and how much run_request_kinds runs: the ranks, the golden checkpoint, the kinds (those
+// of request_kinds() listed in `only`; empty: all), whether every sampled kind without top_k gets
+// top_k 20 (rows then choose from candidates across ranks: ops/sample_candidates.h);
+// gathered_bytes, when set, gets rank 0's bytes gathered over the run
+// (WorkerGroup::gathered_bytes).
+struct KindsRun {
+    int tp = 1;
+    std::vector<int> devices;  // the ranks' GPUs (empty: 0, 1, ...)
+    std::string golden = "kimi_k2";
+    std::vector<size_t> only;
+    bool top_k_everywhere = false;
+    int64_t* gathered_bytes = nullptr;
+};
+
+// One engine (`run.tp` ranks on `device`, sampling `mode`, warm-up `warm`) running every kind at
+// once, kind i on the golden prompt i % (their number); the outcomes in kind order. With
+// `drafter`, it speculates (drafts of at most `draft_len`); `stats` gets the engine's counts.
 std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mode,
                                                WarmUp warm = WarmUp::Auto,
                                                std::shared_ptr<Drafter> drafter = nullptr,
-                                               int64_t draft_len = 3, EngineStats* stats = nullptr);
+                                               int64_t draft_len = 3, EngineStats* stats = nullptr,
+                                               const KindsRun& run = {});
 // The outcomes' tokens (a ReplayDrafter's answers).
 std::vector<std::vector<TokenId>> outcome_tokens(const std::vector<SamplingOutcome>& outcomes);
 

@@ -93,7 +93,9 @@ void Engine::warm_up() {
     if (workers_.backend_samples()) {
         SampleRow row;
         row.greedy = false;
-        row.top_k = 50;
+        // Across ranks every row takes the whole-row path, the larger (candidates' buffers are
+        // small and grow when first needed).
+        row.top_k = workers_.options().tp > 1 ? 0 : 50;
         row.top_p = 0.9;
         row.uniform = 0.5;
         sampling.rows.assign(rows, row);

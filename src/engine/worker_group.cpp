@@ -98,10 +98,13 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
             bad_input("--device cuda {}", why);
     }
     if (kv_dtype_ == DType::F8_E4M3) kv_scales_ = read_kv_scales(config_, checkpoint_);
+    // Several ranks choose from their vocabulary slices' candidates unless told not to (one
+    // rank alone, timed, has no model's logits to choose from).
     backend_samples_ =
-        options_.tp == 1 &&
-        (options_.sampling == BackendSampling::On ||
-         (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda));
+        options_.tp == 1
+            ? (options_.sampling == BackendSampling::On ||
+               (options_.sampling == BackendSampling::Auto && options_.device == Device::Cuda))
+            : !alone && options_.sampling != BackendSampling::Off;
     if (options_.threads <= 0) options_.threads = hardware_threads();
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(workers > 1 ? 1 : options_.threads);
@@ -207,7 +210,7 @@ void WorkerGroup::run_worker(int rank) {
         } else {
             const int workers = alone ? 1 : options_.tp;
             auto cpu = std::make_unique<CpuOps>(std::max(1, options_.threads / workers));
-            cpu->set_sampling(backend_samples_);
+            cpu->set_sampling(backend_samples_ && options_.tp == 1);
             ops = std::move(cpu);
             if (alone)
                 comm = std::make_unique<ModelledCommunicator>(options_.tp, rank,
@@ -246,6 +249,7 @@ void WorkerGroup::run_worker(int rank) {
     }
     cv_.notify_all();
     std::vector<float> own_logits;
+    std::vector<int32_t> own_tokens;
     for (;;) {
         const StepInput* step;
         float* logits;
@@ -273,14 +277,18 @@ void WorkerGroup::run_worker(int rank) {
             if (rank != lead) {
                 own_logits.resize(step->logit_rows.size() * config_.vocab_size);
                 logits = own_logits.data();
+                own_tokens.assign(step->logit_rows.size(), -1);
+                tokens = own_tokens.data();
             }
             if (mtp_in)  // every rank's MTP output hidden states are the same; the lead's return
                 model->forward_mtp(*step, mtp_in, *mtp_cache, logits,
                                    rank == lead ? hidden : nullptr, mtp_index);
-            else
-                model->forward(*step, *cache, logits, rank == lead ? sampling : nullptr, tokens,
+            else  // sampled across ranks, every rank chooses (the same tokens); on one, rank 0
+                model->forward(*step, *cache, logits,
+                               rank == lead || options_.tp > 1 ? sampling : nullptr, tokens,
                                rank == lead ? logprobs : nullptr, rank == lead ? hidden : nullptr);
             comm->check_step();  // a collective that gave up waiting on the device
+            if (rank == lead) lead_gathered_bytes_ = comm->gathered_bytes();
         } catch (const std::exception& e) {
             {
                 std::lock_guard<std::mutex> lock(mutex_);

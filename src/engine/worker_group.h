@@ -30,7 +30,8 @@ inline constexpr int64_t kKvBlockSize = 16;
 // Who chooses the tokens: On makes the backend sample on its device (only ids come back; on the
 // CPU backend, as a device would: tests of that path); Off copies the logits to the engine,
 // which samples. Auto is On for one GPU rank (tests/gpu/sampling_test.cpp checks it equals the
-// engine's sampling) and Off otherwise.
+// engine's sampling), off for one CPU rank, and On for several ranks, which then choose from
+// their vocabulary slices' candidates (ops/sample_candidates.h) where a row allows it.
 enum class BackendSampling : uint8_t { Auto, On, Off };
 
 struct WorkerGroupOptions {
@@ -82,11 +83,15 @@ class WorkerGroup {
     double load_seconds() const { return load_seconds_; }
     // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
     DType kv_cache_dtype() const { return kv_dtype_; }
-    // Whether step() takes a StepSampling: one rank whose backend samples (BackendSampling).
+    // Whether step() takes a StepSampling: one rank whose backend samples, or several ranks
+    // (BackendSampling).
     bool backend_samples() const { return backend_samples_; }
     // With only_rank: the collectives its steps have issued so far (all-reduces, gathers).
     int64_t modelled_all_reduces() const;
     int64_t modelled_gathers() const;
+    // The bytes of rank 0's gathers' results so far (Communicator::gathered_bytes), as of the
+    // last step: what the steps' logits cost to cross.
+    int64_t gathered_bytes() const { return lead_gathered_bytes_; }
     // The ranks' communicator group (null for one GPU rank): what it measured at start.
     const CommGroup* comm_group() const { return group_.get(); }
     // Runs one step on every rank; writes [step.logit_rows, vocab] logits to `logits`. With
@@ -136,6 +141,7 @@ class WorkerGroup {
     const float* mtp_in_ = nullptr;  // set: the step is an MTP step (mtp_step)
     int64_t mtp_index_ = 0;
     bool backend_samples_ = false;
+    int64_t lead_gathered_bytes_ = 0;  // written by rank 0's worker inside a step
     std::exception_ptr error_;
     ModelledCommunicator* modelled_ = nullptr;  // only_rank's communicator, while it runs
 };

@@ -81,15 +81,25 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     check_step(step, cache);
     MYRIAD_CHECK(!hidden_out || step.eager,
                  "a step whose hidden states leave the device runs eagerly");
-    MYRIAD_CHECK(!sampling || (comm_.world() == 1 && ops_.samples() &&
+    const bool across = sampling && comm_.world() > 1;
+    MYRIAD_CHECK(!sampling || ((across || ops_.samples()) &&
                                sampling->rows.size() == step.logit_rows.size()),
-                 "sampling on the backend needs one rank, a backend that samples, and a row per "
-                 "logit row");
+                 "sampling on the backend needs several ranks or a backend that samples, and a "
+                 "row per logit row");
     // Every rank replays its own graph, the collectives inside meeting on the device. A recorded
-    // step ends at its logits: one with logprob rows runs op by op.
-    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() && !hidden_out &&
-        ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens))
-        return;
+    // step ends at its logits: one with logprob rows runs op by op. Sampled across ranks, the
+    // recording ends at this rank's slice of the logits, and the choice runs after it.
+    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() && !hidden_out) {
+        if (across) {
+            const Tensor part = ops_.replay_step_logits(step, weights_.lm_head.rows);
+            if (part.data) {
+                sample_across_ranks(part, *sampling, tokens, logits);
+                return;
+            }
+        } else if (ops_.replay_step(step, logits, config_.vocab_size, sampling, tokens)) {
+            return;
+        }
+    }
     ops_.reset_scratch();
     ops_.begin_step(step);
     const int64_t t_count = step.num_tokens(), hidden = config_.hidden_size;
@@ -135,6 +145,14 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     if (!sampling) return head_logits(normed, logits);
     Tensor part = ops_.scratch(DType::F32, {n, weights_.lm_head.rows});
     ops_.linear(normed, weights_.lm_head, part);
+    if (across) {  // each rank's slice: candidates cross, every rank chooses the same tokens
+        MYRIAD_CHECK(comm_.world() * weights_.lm_head.rows == config_.vocab_size,
+                     "{} ranks of {} vocabulary rows cover {}", comm_.world(),
+                     weights_.lm_head.rows, config_.vocab_size);
+        ops_.end_recording(part);
+        sample_across_ranks(part, *sampling, tokens, logits);
+        return;
+    }
     ops_.sample(part, *sampling, tokens, logits);  // one rank: [n, vocab] already
 }
 

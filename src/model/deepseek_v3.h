@@ -3,6 +3,7 @@
 // dense MLP or MoE), final norm, lm_head. reference.md §1.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "format/checkpoint.h"
@@ -58,8 +59,10 @@ class DeepseekV3 {
 
     // Runs one step over the flat batch and writes the logits of step.logit_rows, full
     // vocabulary, to `logits` (host memory, [logit_rows, vocab_size]) on every rank. With
-    // `sampling` (one rank on a backend that samples(): Ops::sample), the backend chooses
-    // tokens[i] for the rows not marked host and only those rows' logits reach `logits`. A step
+    // `sampling` (one rank on a backend that samples(): Ops::sample; or every rank of several,
+    // each passing the same sampling and its own `tokens`: sampled across the vocabulary slices,
+    // model/sliced_sampling.cpp), the backend chooses tokens[i] for the rows not marked host,
+    // the same on every rank, and only the host rows' logits reach `logits`. A step
     // with logprob spans (prompt logprobs) writes their results to `logprobs` on rank 0 (other
     // ranks take part in the gathers and may pass null).
     // With `hidden_out` (host, [T, hidden_size]; rank 0 is enough), every row's hidden state
@@ -90,6 +93,14 @@ class DeepseekV3 {
     // The naive form for sequences [n_absorbed_, ...) of the step, the calls of naive_calls_.
     void naive_attention(const AttentionWeights& a, const KvLayerView& cache, const StepInput& step,
                          Tensor q, Tensor o);
+    // Across ranks (world > 1, model/sliced_sampling.cpp): tokens[i] for every row of this rank's
+    // logits `part` [n, shard] not marked host, the same on every rank; the host rows' whole
+    // logits to `logits` [n, vocab].
+    void sample_across_ranks(Tensor part, const StepSampling& sampling, int32_t* tokens,
+                             float* logits);
+    // A device buffer of its own per slot that outlives the step's scratch (a replayed step
+    // takes none), grown when a step needs more.
+    Tensor sampling_buffer(size_t slot, DType dt, std::initializer_list<int64_t> dims);
     // The step's logprob spans from the final hidden states h [T, hidden].
     void logprob_rows(const StepInput& step, Tensor h, LogprobRows* out);
     void mlp(const MlpWeights& w, Tensor x, Tensor out);
@@ -116,6 +127,12 @@ class DeepseekV3 {
         Tensor latent, k_rot, kv;  // [L, latent], [L, dr], [L, heads, dn + dv]
         Tensor lse;                // [T, heads]: a pieced sequence's rows, first q_len of them
     };
+    struct SamplingBuffer {
+        std::shared_ptr<void> storage;
+        void* data = nullptr;
+        size_t bytes = 0;
+    };
+    std::array<SamplingBuffer, 4> sampling_buffers_;
     size_t n_absorbed_ = 0;  // sequences [0, n_absorbed_) take the absorbed form
     std::vector<NaiveCall> naive_calls_;
     NaiveWorkspace naive_ws_;

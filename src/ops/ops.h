@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/logprob_rows.h"
+#include "ops/sample_candidates.h"
 #include "ops/step_input.h"
 #include "ops/step_sampling.h"
 #include "ops/weight.h"
@@ -106,7 +107,9 @@ class Ops {
     }
 
     // ---- sampling on the device ----
-    // Whether sample() works on this backend (then only token ids need to leave the device).
+    // Whether one rank samples on this backend (then only token ids need to leave the device).
+    // sample() itself works on every backend: ranks sampling across vocabulary slices use it on
+    // the rows they gather whole.
     virtual bool samples() const { return false; }
     // Chooses tokens[i] for each logit row i of `logits` [n, vocab] not marked host, per
     // `sampling` (the arithmetic of ops/token_choice.h; the rows' logits are edited in place);
@@ -117,6 +120,33 @@ class Ops {
         (void)sampling;
         (void)tokens;
         (void)host_logits;
+    }
+
+    // ---- sampling across vocabulary slices (ops/sample_candidates.h) ----
+    // For each candidate row slice.rows[j] of `logits` [n, shard] (this rank's columns, from
+    // vocab_begin): slice.local's edits and mask of the row, then its best slice.k candidates
+    // into row j of out [m, 2 * k] (slice_candidates_row). The rows' logits may be edited in
+    // place; the other rows are left as they are. By default computed on the host.
+    virtual void slice_candidates(Tensor logits, const SliceSampling& slice, int64_t vocab_begin,
+                                  Tensor out);
+    // tokens[slice.rows[j]] (host memory) for each candidate row j, chosen from `gathered`
+    // [m, world * 2 * k] (every rank's out of slice_candidates, side by side) with sampling.rows
+    // (the step's own, not the slice's) as choose_from_candidates does. By default computed on the
+    // host.
+    virtual void choose_candidates(Tensor gathered, const SliceSampling& slice,
+                                   const StepSampling& sampling, int32_t* tokens);
+    // dst [rows.size(), cols] = src [.., cols] rows `rows` (the rows of a step's logits gathered
+    // whole). By default through the host.
+    virtual void copy_rows(Tensor src, const std::vector<int32_t>& rows, Tensor dst);
+    // A recording step (CUDA graphs) ends at `logits`, which the caller goes on to use (a step
+    // sampled across ranks); replay_step_logits then replays a recording of a step shaped like
+    // `step` and returns where its logits ([rows, width] F32) are, on the device, or an empty
+    // tensor (nothing recorded: the caller runs the step op by op). By default none is kept.
+    virtual void end_recording(Tensor logits) { (void)logits; }
+    virtual Tensor replay_step_logits(const StepInput& step, int64_t width) {
+        (void)step;
+        (void)width;
+        return {};
     }
 
     // ---- logprobs at chosen rows (prompt logprobs) ----

@@ -27,8 +27,7 @@ void apply_token_mask(float* logits, int64_t vocab, const uint32_t* mask) {
 
 TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row) {
     if (row.greedy) return static_cast<TokenId>(std::max_element(logits, logits + vocab) - logits);
-    const float inv_t = row.inv_temperature;
-    // Candidates sorted by logit (ties by id), then cut by top-k, top-p and min-p.
+    // Candidates sorted by logit (ties by id), cut to top-k, then chosen among.
     std::vector<int32_t> order(static_cast<size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
     auto before = [&](int32_t a, int32_t b) {
@@ -41,11 +40,21 @@ TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row) {
     } else {
         std::sort(order.begin(), order.end(), before);
     }
-    const float mx = logits[order[0]] * inv_t;
+    std::vector<float> sorted(static_cast<size_t>(keep));
+    for (int64_t i = 0; i < keep; ++i) sorted[i] = logits[order[i]];
+    return choose_among_sorted(sorted.data(), order.data(), keep, row);
+}
+
+TokenId choose_among_sorted(const float* logits, const TokenId* ids, int64_t count,
+                            const SampleRow& row) {
+    if (row.greedy) return ids[0];
+    const float inv_t = row.inv_temperature;
+    int64_t keep = row.top_k > 0 && row.top_k < count ? row.top_k : count;
+    const float mx = logits[0] * inv_t;
     std::vector<double> prob(static_cast<size_t>(keep));
     double sum = 0.0;
     for (int64_t i = 0; i < keep; ++i) {
-        prob[i] = std::exp(double(logits[order[i]]) * inv_t - mx);
+        prob[i] = std::exp(double(logits[i]) * inv_t - mx);
         sum += prob[i];
     }
     for (auto& q : prob) q /= sum;
@@ -70,9 +79,9 @@ TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row) {
     double cum = 0.0;
     for (int64_t i = 0; i < keep; ++i) {
         cum += prob[i];
-        if (u < cum) return order[i];
+        if (u < cum) return ids[i];
     }
-    return order[keep - 1];
+    return ids[keep - 1];
 }
 
 }  // namespace myriad

@@ -22,4 +22,10 @@ void apply_token_mask(float* logits, int64_t vocab, const uint32_t* mask);
 // uniform * (the kept total).
 TokenId choose_token(const float* logits, int64_t vocab, const SampleRow& row);
 
+// The same choice from the first `count` candidates of a row already in that order: logits[i]
+// and ids[i] the i-th by logit (ties by id). choose_token is this on the whole sorted row, so a
+// row's top `count` >= its top_k (or the whole row) choose the same token.
+TokenId choose_among_sorted(const float* logits, const TokenId* ids, int64_t count,
+                            const SampleRow& row);
+
 }  // namespace myriad

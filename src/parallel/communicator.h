@@ -42,6 +42,17 @@ class Communicator {
     // After a step: throws if a collective of the step failed on the device (a wait past its
     // bound), naming the rank, the op and what it waited for.
     virtual void check_step() {}
+    // The bytes of every gather's result on this rank so far (all_gather, all_gather_columns):
+    // what the logits of the steps cost to cross (tests count it).
+    int64_t gathered_bytes() const { return gathered_bytes_; }
+
+  protected:
+    void count_gathered(const Tensor& out) {
+        gathered_bytes_ += static_cast<int64_t>(out.nbytes());
+    }
+
+  private:
+    int64_t gathered_bytes_ = 0;
 };
 
 // What the ranks of one group share (one per group, then a communicator per rank): the meeting

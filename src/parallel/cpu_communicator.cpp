@@ -41,6 +41,7 @@ void CpuCommunicator::all_reduce_sum(Tensor t) {
 }
 
 void CpuCommunicator::all_gather(Tensor in, Tensor out) {
+    count_gathered(out);
     const int world = group_->world_;
     const size_t bytes = in.nbytes();
     MYRIAD_CHECK(out.nbytes() == bytes * world, "all_gather: output holds {} bytes, need {}",
@@ -54,6 +55,7 @@ void CpuCommunicator::all_gather(Tensor in, Tensor out) {
 }
 
 void CpuCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    count_gathered(out);
     const int world = group_->world_;
     const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
     MYRIAD_CHECK(

@@ -19,6 +19,7 @@ void ModelledCommunicator::all_reduce_sum(Tensor) {
 }
 
 void ModelledCommunicator::all_gather(Tensor in, Tensor out) {
+    count_gathered(out);
     MYRIAD_CHECK(out.nbytes() == in.nbytes() * static_cast<size_t>(world_),
                  "all_gather: output holds {} bytes, need {}", out.nbytes(),
                  in.nbytes() * static_cast<size_t>(world_));
@@ -28,6 +29,7 @@ void ModelledCommunicator::all_gather(Tensor in, Tensor out) {
 }
 
 void ModelledCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    count_gathered(out);
     MYRIAD_CHECK(in.ndim == 2 && out.ndim == 2 && out.dim(0) == in.dim(0) &&
                      out.dim(1) == in.dim(1) * world_,
                  "all_gather_columns: [{}, {}] from {} ranks of [{}, {}]", out.dim(0), out.dim(1),

@@ -104,36 +104,53 @@ void CudaOps::finish_capture(Tensor src) {
     graphs_.emplace(key, g);
 }
 
-bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
-                          const StepSampling* sampling, int32_t* tokens) {
-    if (!graphs_enabled_ || expert_stats().enabled) return false;  // statistics need the ops
+const void* CudaOps::replay_recording(const StepInput& st, int64_t width) {
+    if (!graphs_enabled_ || expert_stats().enabled) return nullptr;  // statistics need the ops
     const int64_t key = decode_key(st);
     auto it = graphs_.find(key);
-    if (key < 0 || it == graphs_.end()) return false;
-    const int64_t rows = key_rows(key);
-    MYRIAD_CHECK(it->second.bytes == static_cast<size_t>(rows * width) * sizeof(float),
-                 "graph of {} rows holds {} bytes of logits, expected rows of {}", rows,
-                 it->second.bytes, width);
+    // A recording that ends at other logits (the whole rows, or a rank's slice sampled across
+    // ranks) is not this step's: it runs op by op.
+    if (key < 0 || it == graphs_.end() ||
+        it->second.bytes != static_cast<size_t>(key_rows(key) * width) * sizeof(float))
+        return nullptr;
     step_ = &st;
     stage_step(st);
     it = graphs_.find(key);  // staging may have replaced the block, dropping the graphs
     if (it == graphs_.end() || std::memcmp(&it->second.offsets, &off_, sizeof(StepOffsets)) != 0)
-        return false;
+        return nullptr;
     check_cuda(cudaGraphLaunch(it->second.exec, stream_), "graph replay");
     ++graph_replays_;
     ++g_replays;
     if (key % kKeyRowsBase > 1) ++g_verify_replays;
+    return it->second.out;
+}
+
+bool CudaOps::replay_step(const StepInput& st, float* logits, int64_t width,
+                          const StepSampling* sampling, int32_t* tokens) {
+    const void* out = replay_recording(st, width);
+    if (!out) return false;
+    const int64_t rows = st.num_tokens();
     if (sampling) {  // the recorded logits, sampled where they are
-        sample(Tensor(const_cast<void*>(it->second.out), DType::F32, {rows, width}, Device::Cuda),
-               *sampling, tokens, logits);
+        sample(Tensor(const_cast<void*>(out), DType::F32, {rows, width}, Device::Cuda), *sampling,
+               tokens, logits);
         return true;
     }
     synchronize("graph replay");  // before the pageable copy (copy_to_host says why)
-    check_cuda(
-        cudaMemcpyAsync(logits, it->second.out, it->second.bytes, cudaMemcpyDeviceToHost, stream_),
-        "graph replay");
+    check_cuda(cudaMemcpyAsync(logits, out, static_cast<size_t>(rows * width) * sizeof(float),
+                               cudaMemcpyDeviceToHost, stream_),
+               "graph replay");
     synchronize("graph replay");
     return true;
+}
+
+Tensor CudaOps::replay_step_logits(const StepInput& st, int64_t width) {
+    const void* out = replay_recording(st, width);
+    if (!out) return {};
+    return Tensor(const_cast<void*>(out), DType::F32, {st.num_tokens(), width}, Device::Cuda);
+}
+
+void CudaOps::end_recording(Tensor logits) {
+    if (capturing_ >= 0) finish_capture(logits);
 }
 
 }  // namespace myriad::cuda

@@ -92,6 +92,14 @@ class CudaOps final : public Ops {
                 float* host_logits) override;
     void logprob_rows(Tensor logits, int64_t vocab, const TokenId* targets, int64_t top_n,
                       float* target, TokenId* top_ids, float* top) override;
+    // Sampling across vocabulary slices (cuda_candidates.cpp, candidate_kernels.cu).
+    void slice_candidates(Tensor logits, const SliceSampling& slice, int64_t vocab_begin,
+                          Tensor out) override;
+    void choose_candidates(Tensor gathered, const SliceSampling& slice,
+                           const StepSampling& sampling, int32_t* tokens) override;
+    void copy_rows(Tensor src, const std::vector<int32_t>& rows, Tensor dst) override;
+    void end_recording(Tensor logits) override;
+    Tensor replay_step_logits(const StepInput& step, int64_t width) override;
     void embed(const Weight& table, int64_t vocab_begin, Tensor out) override;
     void rmsnorm(Tensor x, const Weight& w, float eps, Tensor out) override;
     void linear(Tensor x, const Weight& w, Tensor out) override;
@@ -259,6 +267,12 @@ class CudaOps final : public Ops {
         sample_masks_;
     // logprob_rows' targets and results (sized by the warm-up's pass of kLogprobRowsPerPass).
     DeviceBuffer logprob_io_;
+    // Uploads sampling's rows to sample_meta_ and applies their edits and token masks to
+    // `logits` [n, vocab] (host rows skipped): the first part of sample(); returns the rows.
+    SampleRow* edit_rows(float* logits, int64_t n, int64_t vocab, const StepSampling& sampling);
+    // The recording of a step shaped like `st` with logits of `width` columns, replayed
+    // (launched on the stream); null when there is none.
+    const void* replay_recording(const StepInput& st, int64_t width);
     // A buffer of at least `bytes` (regrown, contents dropped).
     static void* ensure(DeviceBuffer& b, size_t bytes);
     std::map<int64_t, int> seen_;  // decode steps run per key before capture

@@ -15,14 +15,8 @@ void* CudaOps::ensure(DeviceBuffer& b, size_t bytes) {
     return b.data();
 }
 
-void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
-                     float* host_logits) {
-    if (capturing_ >= 0) finish_capture(logits);  // a captured step ends at its logits
-    const int64_t vocab = logits.dim(-1), n = logits.numel() / vocab;
-    MYRIAD_CHECK(static_cast<int64_t>(sampling.rows.size()) == n,
-                 "sampling for {} rows, logits of {}", sampling.rows.size(), n);
-    if (n == 0) return;
-    auto* d_logits = logits.ptr<float>();
+SampleRow* CudaOps::edit_rows(float* d_logits, int64_t n, int64_t vocab,
+                              const StepSampling& sampling) {
     auto* meta = static_cast<SampleRow*>(ensure(sample_meta_, n * sizeof(SampleRow)));
     check_cuda(cudaMemcpyAsync(meta, sampling.rows.data(), n * sizeof(SampleRow),
                                cudaMemcpyHostToDevice, stream_),
@@ -52,6 +46,18 @@ void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* token
             "sample (token masks)");
         cuda::apply_token_masks(d_logits, n, vocab, meta, d_masks, sampling.mask_words, stream_);
     }
+    return meta;
+}
+
+void CudaOps::sample(Tensor logits, const StepSampling& sampling, int32_t* tokens,
+                     float* host_logits) {
+    if (capturing_ >= 0) finish_capture(logits);  // a captured step ends at its logits
+    const int64_t vocab = logits.dim(-1), n = logits.numel() / vocab;
+    MYRIAD_CHECK(static_cast<int64_t>(sampling.rows.size()) == n,
+                 "sampling for {} rows, logits of {}", sampling.rows.size(), n);
+    if (n == 0) return;
+    auto* d_logits = logits.ptr<float>();
+    SampleRow* meta = edit_rows(d_logits, n, vocab, sampling);
     auto* d_tokens = static_cast<int32_t*>(ensure(sample_tokens_, n * sizeof(int32_t)));
     cuda::argmax(d_logits, n, vocab, d_tokens, stream_);  // every row; sampled rows overwrite
     std::vector<int32_t> sorted;

@@ -280,6 +280,25 @@ cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* row
                           const SampleRow* meta, int32_t* tokens, void* workspace, size_t bytes,
                           cudaStream_t s);
 
+// The sorted choice of sample_sorted on lists already sorted (logit descending, ties by id):
+// for each j < m, row rows[j] (meta, tokens) chooses from keys / vals [slots[j] * count, + count).
+void choose_among_sorted(const float* keys, const int32_t* vals, int64_t count,
+                         const int32_t* slots, const int32_t* rows, int64_t m,
+                         const SampleRow* meta, int32_t* tokens, cudaStream_t s);
+
+// Sampling across vocabulary slices (candidate_kernels.cu; ops/sample_candidates.h is the
+// reference): for each j < m, the best k of row rows[j] of logits [.., shard] (logit descending,
+// ties by column) into out [m, 2k] row j: k logits, then k ids (vocab_begin + column) as int32
+// bits.
+void slice_topk(const float* logits, int64_t shard, const int32_t* rows, int64_t m, int64_t k,
+                int64_t vocab_begin, float* out, cudaStream_t s);
+// Each candidate row j's lists of gathered [m, world * 2k] merged into keys / vals [m, world * k],
+// sorted (logit descending, ties by id); tokens[rows[j]] = its first id where meta[rows[j]] is
+// greedy.
+void merge_candidates(const float* gathered, int64_t world, int64_t m, int64_t k,
+                      const int32_t* rows, const SampleRow* meta, float* keys, int32_t* vals,
+                      int32_t* tokens, cudaStream_t s);
+
 // Prompt logprobs (logprob_kernels.cu; the arithmetic of ops/logprob_rows.h): for each of the n
 // rows of logits [slices, n, shard] (columns from vocab on ignored), target[i] the logprob of
 // targets[i], and top_ids / top [n, top_n] (top_n at most 20) its best tokens and theirs.

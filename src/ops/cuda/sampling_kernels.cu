@@ -116,12 +116,12 @@ __device__ int64_t first_prefix_over(const float* key, int64_t n, float inv_t, f
 
 __global__ void __launch_bounds__(kChooseThreads)
     choose_kernel(const float* keys, const int32_t* vals, int64_t vocab, const int32_t* rows,
-                  const SampleRow* meta, int32_t* tokens) {
+                  const int32_t* slots, const SampleRow* meta, int32_t* tokens) {
     __shared__ ChooseShared sh;
-    const int64_t j = blockIdx.x;
+    const int64_t j = blockIdx.x, at_row = slots ? slots[j] : j;
     const SampleRow row = meta[rows[j]];
-    const float* key = keys + j * vocab;
-    const int32_t* val = vals + j * vocab;
+    const float* key = keys + at_row * vocab;
+    const int32_t* val = vals + at_row * vocab;
     int64_t keep = row.top_k > 0 && row.top_k < vocab ? row.top_k : vocab;
     const float inv_t = row.inv_temperature;
     const float mx = key[0] * inv_t;
@@ -216,8 +216,16 @@ cudaError_t sample_sorted(const float* logits, int64_t vocab, const int32_t* row
         32, s);
     if (e != cudaSuccess) return e;
     choose_kernel<<<static_cast<unsigned>(m), kChooseThreads, 0, s>>>(keys_out, vals_out, vocab,
-                                                                      rows, meta, tokens);
+                                                                      rows, nullptr, meta, tokens);
     return cudaGetLastError();
+}
+
+void choose_among_sorted(const float* keys, const int32_t* vals, int64_t count,
+                         const int32_t* slots, const int32_t* rows, int64_t m,
+                         const SampleRow* meta, int32_t* tokens, cudaStream_t s) {
+    if (m > 0)
+        choose_kernel<<<static_cast<unsigned>(m), kChooseThreads, 0, s>>>(keys, vals, count, rows,
+                                                                          slots, meta, tokens);
 }
 
 }  // namespace myriad::cuda

@@ -452,6 +452,7 @@ void DeviceCommunicator::host_all_reduce(Tensor t) {
 }
 
 void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
+    count_gathered(out);
     const int world = group_->world();
     const size_t bytes = in.nbytes();
     MYRIAD_CHECK(out.nbytes() == bytes * world, "all_gather: output holds {} bytes, need {}",
@@ -471,6 +472,7 @@ void DeviceCommunicator::all_gather(Tensor in, Tensor out) {
 }
 
 void DeviceCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    count_gathered(out);
     const int world = group_->world();
     const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
     MYRIAD_CHECK(

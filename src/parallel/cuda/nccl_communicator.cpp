@@ -76,6 +76,7 @@ void NcclCommunicator::all_reduce_sum(Tensor t) {
 }
 
 void NcclCommunicator::all_gather(Tensor in, Tensor out) {
+    count_gathered(out);
     const size_t bytes = in.nbytes();
     MYRIAD_CHECK(out.nbytes() == bytes * static_cast<size_t>(world()),
                  "all_gather: output holds {} bytes, need {}", out.nbytes(), bytes * world());
@@ -95,6 +96,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::all_gather_columns(Tensor in, Tensor out) {
+    count_gathered(out);
     const int64_t rows = in.dim(0), cols = in.numel() / std::max<int64_t>(rows, 1);
     const size_t bytes = in.nbytes();
     MYRIAD_CHECK(out.nbytes() == bytes * world(),
