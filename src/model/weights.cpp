@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "model/gguf_weights.h"
 #include "model/layout_check.h"
 #include "model/linear_format.h"
+#include "model/shard_load.h"
 #include "model/synthetic_model.h"
 #include "model/tensor_layout.h"
 #include "util/error.h"
@@ -71,7 +74,8 @@ namespace {
 
 class Loader {
   public:
-    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, const Layout& layout)
+    // `ops` null: sources only (the shard reader's plan).
+    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops* ops, const Layout& layout)
         : config_(c),
           ckpt_(ckpt),
           ops_(ops),
@@ -80,12 +84,13 @@ class Loader {
         for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
     }
 
-    Weight load(const std::string& name) {
+    // The source of `name`'s shard on this rank; nullopt for a routed expert of another rank.
+    std::optional<WeightSource> source(const std::string& name) {
         auto it = layout_.find(name);
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
         const TensorShard shard = tensor_shard(config_, e, layout_of_ranks_);
-        if (!shard.held) return {};  // a routed expert of another rank
+        if (!shard.held) return std::nullopt;  // a routed expert of another rank
         WeightSource src;
         if (const uint64_t seed = ckpt_.synthetic_seed()) {
             src = synthetic_source(e,
@@ -124,7 +129,18 @@ class Loader {
             (!is_linear_weight(name) || src.col_begin % src.quant.block_cols != 0 ||
              src.col_end % src.quant.block_cols != 0))
             src.to_dense = true;
-        Weight w = ops_.load_weight(src);
+        return src;
+    }
+
+    Weight load(const std::string& name) {
+        const std::optional<WeightSource> src = source(name);
+        if (!src) return {};
+        return load(*src);
+    }
+
+    Weight load(const WeightSource& src) {
+        MYRIAD_CHECK(ops_ != nullptr, "a planning loader cannot load weights");
+        Weight w = ops_->load_weight(src);
         if (w.format != WeightFormat::Dense)  // this shard's share of codes and scales
             w.quant.bytes = static_cast<size_t>(static_cast<double>(w.quant.bytes) * w.rows *
                                                 w.cols / (src.src_rows * src.src_cols));
@@ -142,7 +158,7 @@ class Loader {
   private:
     const ModelConfig& config_;
     const Checkpoint& ckpt_;
-    Ops& ops_;
+    Ops* ops_;
     Layout layout_of_ranks_;
     std::string prefix_;
     std::map<std::string, ExpectedTensor> layout_;
@@ -152,44 +168,101 @@ class Loader {
 
 }  // namespace
 
-ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
-                          const Layout& layout) {
-    Loader ld(c, ckpt, ops, layout);
+namespace {
+
+// The weights of one rank put together from `get(name)`, in the forward pass's order.
+ModelWeights assemble(const ModelConfig& c, const Layout& layout,
+                      const std::function<Weight(const std::string&)>& get) {
     ModelWeights w;
-    w.embed = ld.load("model.embed_tokens.weight");
+    auto mlp = [&](const std::string& p) -> MlpWeights {
+        return {get(p + "gate_proj.weight"), get(p + "up_proj.weight"),
+                get(p + "down_proj.weight")};
+    };
+    w.embed = get("model.embed_tokens.weight");
     w.vocab_begin = layout.vocab(c.vocab_size).begin;
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const std::string p = fmt::format("model.layers.{}.", l);
         LayerWeights lw;
-        lw.input_norm = ld.load(p + "input_layernorm.weight");
-        lw.post_attention_norm = ld.load(p + "post_attention_layernorm.weight");
+        lw.input_norm = get(p + "input_layernorm.weight");
+        lw.post_attention_norm = get(p + "post_attention_layernorm.weight");
         const std::string a = p + "self_attn.";
         if (c.q_lora_rank > 0) {
-            lw.attn.q_a = ld.load(a + "q_a_proj.weight");
-            lw.attn.q_a_norm = ld.load(a + "q_a_layernorm.weight");
-            lw.attn.q_b = ld.load(a + "q_b_proj.weight");
+            lw.attn.q_a = get(a + "q_a_proj.weight");
+            lw.attn.q_a_norm = get(a + "q_a_layernorm.weight");
+            lw.attn.q_b = get(a + "q_b_proj.weight");
         } else {
-            lw.attn.q = ld.load(a + "q_proj.weight");
+            lw.attn.q = get(a + "q_proj.weight");
         }
-        lw.attn.kv_a = ld.load(a + "kv_a_proj_with_mqa.weight");
-        lw.attn.kv_a_norm = ld.load(a + "kv_a_layernorm.weight");
-        lw.attn.kv_b = ld.load(a + "kv_b_proj.weight");
-        lw.attn.o = ld.load(a + "o_proj.weight");
+        lw.attn.kv_a = get(a + "kv_a_proj_with_mqa.weight");
+        lw.attn.kv_a_norm = get(a + "kv_a_layernorm.weight");
+        lw.attn.kv_b = get(a + "kv_b_proj.weight");
+        lw.attn.o = get(a + "o_proj.weight");
         lw.moe = c.is_moe_layer(l);
         if (!lw.moe) {
-            lw.dense = ld.mlp(p + "mlp.");
+            lw.dense = mlp(p + "mlp.");
         } else {
-            lw.router = ld.load(p + "mlp.gate.weight");
-            lw.router_bias = ld.load(p + "mlp.gate.e_score_correction_bias");
+            lw.router = get(p + "mlp.gate.weight");
+            lw.router_bias = get(p + "mlp.gate.e_score_correction_bias");
             for (int64_t e = 0; e < c.n_routed_experts; ++e)
-                lw.experts.push_back(ld.mlp(fmt::format("{}mlp.experts.{}.", p, e)));
-            if (c.n_shared_experts > 0) lw.shared = ld.mlp(p + "mlp.shared_experts.");
+                lw.experts.push_back(mlp(fmt::format("{}mlp.experts.{}.", p, e)));
+            if (c.n_shared_experts > 0) lw.shared = mlp(p + "mlp.shared_experts.");
         }
         w.layers.push_back(std::move(lw));
     }
-    w.final_norm = ld.load("model.norm.weight");
-    w.lm_head = ld.load("lm_head.weight");
+    w.final_norm = get("model.norm.weight");
+    w.lm_head = get("lm_head.weight");
+    return w;
+}
+
+}  // namespace
+
+std::vector<PlannedWeight> planned_weights(const ModelConfig& c, const Checkpoint& ckpt,
+                                           const Layout& layout) {
+    MYRIAD_CHECK(!ckpt.gguf(), "planned_weights: GGUF sources point into scratch memory");
+    Loader ld(c, ckpt, nullptr, layout);
+    std::vector<PlannedWeight> out;
+    for (const ExpectedTensor& t : expected_tensors(c))
+        if (std::optional<WeightSource> src = ld.source(t.name)) out.push_back({t.name, *src});
+    return out;
+}
+
+ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
+                          const Layout& layout, const WeightFeed& feed) {
+    Loader ld(c, ckpt, &ops, layout);
+    ModelWeights w;
+    if (feed.load == nullptr) {
+        w = assemble(c, layout, [&](const std::string& name) { return ld.load(name); });
+        w.bytes = ld.bytes();
+        ops.loaded();
+        return w;
+    }
+    // Fed by the process's shard reader: this rank's weights in file order, each loaded once
+    // its bytes are in memory, its pages released once copied (unless the backend keeps
+    // reading them: the CPU's zero-copy quantised weights).
+    ShardReader& reader = feed.load->reader();
+    struct Finish {
+        ShardReader& r;
+        int consumer;
+        ~Finish() { r.finish(consumer); }
+    } finish{reader, feed.consumer};
+    std::map<std::string, Weight> loaded;
+    for (const LoadStep& step : feed.load->order(feed.consumer)) {
+        const std::optional<WeightSource> src = ld.source(step.name);
+        MYRIAD_CHECK(src.has_value(), "{}: planned for rank {} but not held", step.name,
+                     layout.rank());
+        for (size_t i = 0; i < step.spans; ++i) reader.wait(feed.consumer, step.first_span + i);
+        Weight wt = ld.load(*src);
+        if (!ops.keeps_source(*src))
+            for (size_t i = 0; i < step.spans; ++i)
+                reader.release(feed.consumer, step.first_span + i);
+        loaded.emplace(step.name, std::move(wt));
+    }
+    w = assemble(c, layout, [&](const std::string& name) {
+        auto it = loaded.find(name);
+        return it == loaded.end() ? Weight{} : std::move(it->second);
+    });
     w.bytes = ld.bytes();
+    ops.loaded();
     return w;
 }
 

@@ -19,10 +19,15 @@ namespace {
 // Batch sizes above this run op by op (each graph is captured once and kept).
 constexpr int64_t kMaxGraphRows = 512;
 std::atomic<int64_t> g_replays{0};
+std::atomic<int64_t> g_capture_us{0};
 }  // namespace
 
 int64_t graph_replays_total() {
     return g_replays.load();
+}
+
+double graph_capture_seconds_total() {
+    return static_cast<double>(g_capture_us.load()) / 1e6;
 }
 
 int64_t CudaOps::decode_key(const StepInput& st) {
@@ -59,6 +64,7 @@ void CudaOps::begin_step(const StepInput& st) {
     if (key < 0 || graphs_.count(key) || ++seen_[key] < 2 || chunks_.size() != 1) return;
     check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "graph capture");
     capturing_ = key;
+    capture_start_ = std::chrono::steady_clock::now();
 }
 
 void CudaOps::finish_capture(Tensor src) {
@@ -80,6 +86,9 @@ void CudaOps::finish_capture(Tensor src) {
     g.out = src.data;
     g.bytes = src.nbytes();
     g.offsets = off_;
+    g_capture_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - capture_start_)
+                        .count();
     check_cuda(cudaGraphLaunch(g.exec, stream_), "graph launch");
     graphs_.emplace(key, g);
 }
