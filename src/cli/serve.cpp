@@ -359,7 +359,8 @@ Run add_serve(CLI::App& app) {
                    "the load rate's yardstick (default: a 1 GB cold sample at start; 0: none)");
     app.add_flag("--json", a->json,
                  "print the run plan as one line of JSON on stdout at start (as `myriad plan "
-                 "MODEL --json` with the same flags), instead of the table in the log");
+                 "MODEL --json` with the same flags), instead of the table in the log, and the "
+                 "start-up breakdown as a second line at READY ({\"startup\": ...})");
     app.add_option(
         "--drain-timeout", a->drain_timeout,
         "seconds SIGTERM waits for running requests before cancelling them (default 30)");

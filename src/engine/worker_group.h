@@ -60,7 +60,7 @@ struct WorkerGroupOptions {
     // each progress line told to `load_status` (serve: /health and sd_notify STATUS).
     int read_threads = 0;
     bool load_progress = false;
-    std::function<void(const std::string&)> load_status;
+    std::function<void(const std::string&)> load_status = {};
 };
 
 // Where the load's time went (serve's start-up breakdown): the shard reader's bytes and seconds

@@ -193,6 +193,9 @@ void ShardReader::run() {
             return;
         }
         const uint64_t bytes = chunks_[k].end - chunks_[k].begin;
+        // Told before the chunk counts as read: a consumer that saw every byte read has seen
+        // every byte counted.
+        if (on_read_) on_read_(bytes);
         {
             std::lock_guard lock(mu_);
             chunks_[k].state = State::Read;
@@ -203,7 +206,6 @@ void ShardReader::run() {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
         }
         read_cv_.notify_all();
-        if (on_read_) on_read_(bytes);
     }
 }
 
