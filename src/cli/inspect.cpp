@@ -172,8 +172,8 @@ std::vector<std::string> weight_files(const Checkpoint& ckpt) {
 // --read-speed: the sequential read rate of the model's own files, the page cache dropped first
 // where this user may (format/read_speed.h): the yardstick serve's load rate is judged against.
 int run_read_speed(const std::string& dir) {
-    Checkpoint ckpt = Checkpoint::open(dir);
-    const std::vector<std::string> files = weight_files(ckpt);
+    // The files' names only: the checkpoint's own mappings would keep its header pages cached.
+    const std::vector<std::string> files = weight_files(Checkpoint::open(dir));
     if (files.empty()) bad_input("{}: no weight files to read", dir);
     const ReadSpeed r = measure_read_speed(files);
     std::printf("read speed   %d file(s), %.3f GB in %.3f s: %.3f GB/s sequential; %s\n", r.files,

@@ -66,11 +66,12 @@ ShardLoad::ShardLoad(const ModelConfig& config, const Checkpoint& ckpt,
     for (size_t r = 0; r < ranks.size(); ++r) {
         struct Entry {
             std::string name;
+            WeightSource source;
             std::vector<ByteSpan> spans;
         };
         std::vector<Entry> entries;
         for (PlannedWeight& w : planned_weights(config, ckpt, ranks[r])) {
-            Entry e{std::move(w.name), {}};
+            Entry e{std::move(w.name), w.source, {}};
             for (const auto& [p, n] : source_spans(w.source))
                 e.spans.push_back(locate(e.name, p, n));
             entries.push_back(std::move(e));
@@ -83,7 +84,7 @@ ShardLoad::ShardLoad(const ModelConfig& config, const Checkpoint& ckpt,
         std::stable_sort(entries.begin(), entries.end(),
                          [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
         for (Entry& e : entries) {
-            orders_[r].push_back({e.name, spans[r].size(), e.spans.size()});
+            orders_[r].push_back({e.name, e.source, spans[r].size(), e.spans.size()});
             for (const ByteSpan& s : e.spans) spans[r].push_back(s);
         }
     }

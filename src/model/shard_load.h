@@ -19,10 +19,12 @@
 
 namespace myriad {
 
-// One weight of a rank's load order and its spans in the reader (consumer's indices
-// [first_span, first_span + spans)).
+// One weight of a rank's load order, its source (made once, at planning: its scalars are not
+// read again from pages the reader may have dropped), and its spans in the reader (consumer's
+// indices [first_span, first_span + spans)).
 struct LoadStep {
     std::string name;
+    WeightSource source;
     size_t first_span = 0, spans = 0;
 };
 

@@ -247,12 +247,9 @@ ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops
     } finish{reader, feed.consumer};
     std::map<std::string, Weight> loaded;
     for (const LoadStep& step : feed.load->order(feed.consumer)) {
-        const std::optional<WeightSource> src = ld.source(step.name);
-        MYRIAD_CHECK(src.has_value(), "{}: planned for rank {} but not held", step.name,
-                     layout.rank());
         for (size_t i = 0; i < step.spans; ++i) reader.wait(feed.consumer, step.first_span + i);
-        Weight wt = ld.load(*src);
-        if (!ops.keeps_source(*src))
+        Weight wt = ld.load(step.source);
+        if (!ops.keeps_source(step.source))
             for (size_t i = 0; i < step.spans; ++i)
                 reader.release(feed.consumer, step.first_span + i);
         loaded.emplace(step.name, std::move(wt));
