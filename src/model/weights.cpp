@@ -256,7 +256,11 @@ ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops
     }
     w = assemble(c, layout, [&](const std::string& name) {
         auto it = loaded.find(name);
-        return it == loaded.end() ? Weight{} : std::move(it->second);
+        if (it != loaded.end()) return std::move(it->second);
+        // Left out of the plan: only a weight this rank does not hold (another rank's expert).
+        MYRIAD_CHECK(!ld.source(name).has_value(),
+                     "{}: rank {} holds it but its load plan left it out", name, layout.rank());
+        return Weight{};
     });
     w.bytes = ld.bytes();
     ops.loaded();
