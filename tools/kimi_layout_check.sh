@@ -63,13 +63,16 @@ for layers in $layers_list; do
     t0=$(date +%s.%N)
     for f in "${shards[@]}"; do dd if="$f" of=/dev/null bs=16M iflag=nocache status=none; done
     secs=$(calc "$(date +%s.%N) - $t0")
-    say "disk: sequential read of ${#shards[@]} shards, $(calc "$bytes / 1e9") GB in ${secs} s = $(calc "$bytes / 1e9 / $secs") GB/s (dd, page cache dropped)"
+    disk_rate=$(calc "$bytes / 1e9 / $secs")
+    say "disk: sequential read of ${#shards[@]} shards, $(calc "$bytes / 1e9") GB in ${secs} s = ${disk_rate} GB/s (dd, page cache dropped)"
+    build-gpu/myriad inspect "$dir" --read-speed 2>&1 | tee -a "$report"
     build-gpu/myriad plan "$dir" >"$OUT/plan_${layers}l.txt" 2>&1
     say "myriad plan (${layers} layers): exit $?"
     sed 's/^/  /' "$OUT/plan_${layers}l.txt" | tee -a "$report" >/dev/null
     for tp in $tp_list; do
         flags=""
         [ "$tp" = 1 ] || flags="--tp $tp --devices $(printf '0,%.0s' $(seq "$tp") | sed 's/,$//')"
+        flags="$flags --disk-read-rate $disk_rate"  # serve's load line: the load against dd's rate
         uncache "${shards[@]}"
         log=$OUT/py_kimi_${layers}l_tp${tp}.log
         MYRIAD_BINARY=$root/build-gpu/myriad MYRIAD_KIMI_CHECKPOINT=$dir MYRIAD_KIMI_SERVE_FLAGS="$flags" \

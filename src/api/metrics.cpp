@@ -46,6 +46,11 @@ void Metrics::inter_token_latency(double s) {
     itl_.observe(s);
 }
 
+void Metrics::set_startup(std::vector<std::pair<std::string, double>> phases) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    startup_ = std::move(phases);
+}
+
 std::string Metrics::render(const EngineStats& e, bool ready) const {
     std::string out;
     auto gauge = [&](const char* name, const char* help, int64_t v, const char* type = "gauge") {
@@ -62,6 +67,13 @@ std::string Metrics::render(const EngineStats& e, bool ready) const {
     gauge("myriad_cached_prompt_tokens_total", "prompt tokens served from the prefix cache",
           cached_, "counter");
     gauge("myriad_generation_tokens_total", "tokens generated", generated_, "counter");
+    if (!startup_.empty()) {
+        out +=
+            "# HELP myriad_startup_seconds seconds of serve's start to READY, by phase\n"
+            "# TYPE myriad_startup_seconds gauge\n";
+        for (const auto& [phase, secs] : startup_)
+            out += fmt::format("myriad_startup_seconds{{phase=\"{}\"}} {:.3f}\n", phase, secs);
+    }
     ttft_.render(out, "myriad_time_to_first_token_seconds", "time from request to first token");
     itl_.render(out, "myriad_inter_token_latency_seconds", "time between tokens of a stream");
     gauge("myriad_num_requests_running", "sequences running in the engine", e.running);

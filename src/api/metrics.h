@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -32,6 +33,8 @@ class Metrics {
     void tokens(int64_t prompt, int64_t cached, int64_t generated);
     void time_to_first_token(double seconds);
     void inter_token_latency(double seconds);
+    // serve's start-up breakdown, (phase, seconds), set once at READY: myriad_startup_seconds.
+    void set_startup(std::vector<std::pair<std::string, double>> phases);
     // The text for GET /metrics, with the engine's current gauges.
     std::string render(const EngineStats& engine, bool ready) const;
 
@@ -40,6 +43,7 @@ class Metrics {
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     int64_t prompt_ = 0, cached_ = 0, generated_ = 0;
     Histogram ttft_, itl_;
+    std::vector<std::pair<std::string, double>> startup_;
 };
 
 }  // namespace myriad::api

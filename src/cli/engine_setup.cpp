@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "model/kv_cache.h"
 #include "ops/backend.h"
@@ -147,8 +148,14 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     wo.planned_kv_dtype = p.kv_dtype;
     wo.model.naive_context_tokens = p.naive_context_tokens;
     wo.mtp = mtp;
+    wo.load_progress = lo.progress;
+    if (lo.phase) wo.load_status = [&](const std::string& line) { tell(line); };
     tell("loading weights");
     m.workers = std::make_unique<WorkerGroup>(m.source.config, *m.source.checkpoint, wo);
+    const LoadTimes& lt = m.workers->load_times();
+    m.times.reading = lt.read_seconds;
+    m.times.copying = lt.copy_seconds();
+    m.times.bytes_read = lt.bytes_read;
     if (const CommGroup* g = m.workers->comm_group(); g && !g->measured_all_reduce().empty()) {
         m.plan.all_reduce.measured_two_shot_from = g->measured_two_shot_from();
         m.plan.all_reduce.measured = g->measured_all_reduce();
@@ -164,7 +171,10 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     // The engine's warm-up step, once, where a backend sizes workspaces in it (the GPU's).
     ec.warm_up = WarmUp::Auto;
     if (p.device == Device::Cuda) tell("warming up");
+    const auto warm_start = std::chrono::steady_clock::now();
     m.engine = std::make_unique<Engine>(*m.workers, ec);
+    m.times.warm_up =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
     return m;
 }
 

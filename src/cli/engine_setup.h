@@ -73,11 +73,26 @@ struct SamplingFlags {
 void add_sampling_flags(CLI::App& app, SamplingFlags& flags, double fallback_temperature,
                         const char* seed_help = "random seed");
 
+// Where start-up went, serve's start to READY (printed at READY; --json carries it too). The
+// load is reading (the shard reader, first read to last) and copying (what the load took beyond
+// the reading it overlapped: conversion, uploads, the KV cache).
+struct StartupTimes {
+    double planning = 0;     // flags, headers and GPUs to the run plan
+    double disk_sample = 0;  // measuring the disk's read rate (a short cold read)
+    double reading = 0;
+    double copying = 0;
+    double warm_up = 0;        // the warm-up step (GPUs)
+    double graph_capture = 0;  // CUDA graphs captured by READY (later sizes: at their 2nd step)
+    double total = 0;          // serve's start to READY
+    uint64_t bytes_read = 0;   // of the checkpoint's files, by the shard reader
+};
+
 struct LoadedEngine {
     ModelSource source;
     plan::RunPlan plan;
     std::unique_ptr<WorkerGroup> workers;
     std::unique_ptr<Engine> engine;
+    StartupTimes times;  // reading, copying, warm-up (the caller adds the rest)
     const ModelDefaults& defaults() const { return source.defaults; }
 };
 
@@ -86,6 +101,9 @@ struct LoadOptions {
     SpeculativeConfig speculative;  // --speculative (speculative_config of the engine flags)
     // Told what is loading, for /health and sd_notify (optional).
     std::function<void(const std::string&)> phase;
+    // A progress bar (a terminal) or lines (not one) on stderr while the weights are read, each
+    // line also told to `phase`.
+    bool progress = false;
 };
 
 // Loads the weights of `source` as `plan` says and builds the engine (not started). On GPUs the

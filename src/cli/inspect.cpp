@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "format/checkpoint.h"
+#include "format/read_speed.h"
 #include "model/gguf_weights.h"
 #include "model/kv_cache.h"
 #include "model/linear_format.h"
@@ -158,8 +160,31 @@ void print_gguf_layout(const ModelConfig& c, const GgufModel& g, int tp) {
                 human_bytes(static_cast<double>(replicated)).c_str());
 }
 
-int run_inspect(const std::string& model_arg, int tp) {
+// The checkpoint's weight files in order (safetensors shards or GGUF splits).
+std::vector<std::string> weight_files(const Checkpoint& ckpt) {
+    std::vector<std::string> out;
+    if (const GgufModel* g = ckpt.gguf())
+        for (const auto& f : g->files()) out.push_back(f->path());
+    for (const auto& f : ckpt.files()) out.push_back(f->path());
+    return out;
+}
+
+// --read-speed: the sequential read rate of the model's own files, the page cache dropped first
+// where this user may (format/read_speed.h): the yardstick serve's load rate is judged against.
+int run_read_speed(const std::string& dir) {
+    // The files' names only: the checkpoint's own mappings would keep its header pages cached.
+    const std::vector<std::string> files = weight_files(Checkpoint::open(dir));
+    if (files.empty()) bad_input("{}: no weight files to read", dir);
+    const ReadSpeed r = measure_read_speed(files);
+    std::printf("read speed   %d file(s), %.3f GB in %.3f s: %.3f GB/s sequential; %s\n", r.files,
+                static_cast<double>(r.bytes) / 1e9, r.seconds, r.gb_per_s(),
+                r.cache_note().c_str());
+    return 0;
+}
+
+int run_inspect(const std::string& model_arg, int tp, bool read_speed) {
     const std::string dir = resolve_model(model_arg);
+    if (read_speed) return run_read_speed(dir);
     ModelConfig c = load_model_config(dir);
     Checkpoint ckpt = Checkpoint::open(dir);
     if (tp < 1) bad_input("--tp {} must be at least 1", tp);
@@ -251,7 +276,12 @@ Run add_inspect(CLI::App& app) {
     auto tp = std::make_shared<int>(1);
     app.add_option("model", *model, "model folder (default: the shipped model)");
     app.add_option("--tp", *tp, "tensor-parallel ranks to report bytes for (default 1)");
-    return [model, tp] { return run_inspect(*model, *tp); };
+    auto read_speed = std::make_shared<bool>(false);
+    app.add_flag("--read-speed", *read_speed,
+                 "read every weight file front to back, the page cache dropped first where "
+                 "allowed, and print GB, seconds and GB/s: the disk's rate serve's load is judged "
+                 "against");
+    return [model, tp, read_speed] { return run_inspect(*model, *tp, *read_speed); };
 }
 
 }  // namespace myriad::cli

@@ -8,6 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "api/chat_handler.h"
 #include "api/generation_core.h"
@@ -16,7 +20,9 @@
 #include "api/server_state.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
+#include "format/read_speed.h"
 #include "model/model_config.h"
+#include "ops/backend.h"
 #include "plan/memory_plan.h"
 #include "plan/run_plan.h"
 #include "tokenizer/tokenizer.h"
@@ -28,6 +34,9 @@
 namespace myriad::cli {
 
 namespace {
+
+// Bytes serve reads cold at start to know the disk's rate (about a second on one NVMe disk).
+constexpr uint64_t kDiskSampleBytes = uint64_t{1} << 30;
 
 struct ServeArgs {
     std::string model;
@@ -49,7 +58,30 @@ struct ServeArgs {
     double drain_timeout = 30;
     bool enable_test_output = false;
     bool json = false;  // the run plan as JSON on stdout
+    // GB/s the disk reads the model's files (`myriad inspect --read-speed`); < 0: a short sample
+    // at start measures it; 0: no comparison.
+    double disk_read_rate = -1;
 };
+
+// Seconds since `t`.
+double since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The start-up breakdown as (phase, seconds), for the log line, the JSON line and /metrics.
+std::vector<std::pair<std::string, double>> startup_phases(const StartupTimes& t) {
+    std::vector<std::pair<std::string, double>> out = {{"planning", t.planning}};
+    if (t.disk_sample > 0) out.emplace_back("disk_sample", t.disk_sample);
+    out.insert(out.end(), {{"reading", t.reading},
+                           {"copying", t.copying},
+                           {"warm_up", t.warm_up},
+                           {"graph_capture", t.graph_capture}});
+    double parts = 0;
+    for (const auto& p : out) parts += p.second;
+    out.emplace_back("other", std::max(0.0, t.total - parts));  // tokenizer, listener, KV sizing
+    out.emplace_back("total", t.total);
+    return out;
+}
 
 void check_args(const ServeArgs& a) {
     check_engine_flags(a.engine);
@@ -84,6 +116,7 @@ int wait_for_signal(const sigset_t& set) {
 }
 
 int run_serve(ServeArgs& a) {
+    const auto serve_start = std::chrono::steady_clock::now();
     check_args(a);
     const std::string dir = resolve_model(a.model);
     if (a.api_key.empty())
@@ -93,6 +126,8 @@ int run_serve(ServeArgs& a) {
     ModelSource source = open_model_source(dir);
     const ModelConfig& config = source.config;
     const plan::RunPlan run = plan_run(source, a.engine);
+    StartupTimes times;
+    times.planning = since(serve_start);
     if (a.json)
         std::printf("%s\n", plan::run_plan_json(run).dump().c_str());
     else
@@ -147,6 +182,7 @@ int run_serve(ServeArgs& a) {
     std::unique_ptr<Tokenizer> tokenizer;
     std::unique_ptr<api::PromptRenderer> renderer;
     LoadedEngine model;
+    ReadSpeed disk;
     try {
         phase("loading tokenizer");
         tokenizer = Tokenizer::load(dir);
@@ -156,8 +192,20 @@ int run_serve(ServeArgs& a) {
         // a step can be (a full --max-num-batched-tokens chunk and max_num_seqs sequences), so
         // the backend's workspaces reach their size now, not under the first burst of load,
         // and memory use is settled before it is measured and the server reports ready.
+        // The yardstick of the load rate: the disk's cold sequential read of the same files
+        // (a short sample unless --disk-read-rate gives the `inspect --read-speed` figure).
+        std::vector<std::string> files;
+        for (const auto& f : source.checkpoint->files()) files.push_back(f->path());
+        if (a.disk_read_rate < 0 && !files.empty()) {
+            phase("measuring the disk's read rate");
+            const auto t0 = std::chrono::steady_clock::now();
+            disk = measure_read_speed(files, kDiskSampleBytes);
+            times.disk_sample = since(t0);
+            a.disk_read_rate = disk.bytes > 0 ? disk.gb_per_s() : 0;
+        }
         LoadOptions lo;
         lo.phase = [&](const std::string& p) { phase(p); };
+        lo.progress = log::level() <= log::Level::Info;
         lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens);
         model = load_engine(std::move(source), run, lo);
         if (!model.plan.all_reduce.measured.empty())
@@ -185,6 +233,13 @@ int run_serve(ServeArgs& a) {
         lm.renderer = renderer.get();
         lm.eos_ids = model.defaults().eos_ids;
         lm.max_model_len = engine->max_model_len();
+        times.reading = model.times.reading;
+        times.copying = model.times.copying;
+        times.warm_up = model.times.warm_up;
+        times.bytes_read = model.times.bytes_read;
+        times.graph_capture = cuda_graph_capture_seconds();
+        times.total = since(serve_start);
+        state.metrics().set_startup(startup_phases(times));
         state.set_ready(lm);
     } catch (...) {
         stop_listener();
@@ -196,6 +251,38 @@ int run_serve(ServeArgs& a) {
         "weights: {:.2f} GB held over {} rank(s), loaded in {:.1f} s ({:.2f} GB/s; the KV "
         "cache allocated too)",
         gb, model.workers->options().tp, secs, gb / std::max(secs, 1e-9));
+    // The load against the disk: the files' bytes read per second of the whole load.
+    if (times.bytes_read > 0) {
+        const double read_gb = static_cast<double>(times.bytes_read) / 1e9;
+        const double rate = read_gb / std::max(secs, 1e-9);
+        const std::string against =
+            a.disk_read_rate > 0
+                ? fmt::format("{:.0f}% of the disk's {:.2f} GB/s ({})",
+                              100 * rate / a.disk_read_rate, a.disk_read_rate,
+                              disk.bytes > 0 ? fmt::format("a {:.2f} GB sample at start, {}",
+                                                           static_cast<double>(disk.bytes) / 1e9,
+                                                           disk.cache_note())
+                                             : std::string("--disk-read-rate"))
+                : std::string(
+                      "the disk's rate unknown (--disk-read-rate GBPS from `myriad "
+                      "inspect --read-speed`)");
+        log::info("load rate: {:.2f} GB of the files read once in {:.1f} s: {:.2f} GB/s, {}",
+                  read_gb, secs, rate, against);
+    }
+    std::string breakdown;
+    for (const auto& [p, v] : startup_phases(times))
+        breakdown += fmt::format("{}{} {:.2f} s", breakdown.empty() ? "" : ", ", p, v);
+    log::info("startup: {}{}", breakdown,
+              a.disk_read_rate > 0 ? fmt::format(" (the disk reads {:.2f} GB/s)", a.disk_read_rate)
+                                   : std::string());
+    if (a.json) {
+        nlohmann::json j;
+        for (const auto& [p, v] : startup_phases(times)) j[p + "_s"] = v;
+        j["bytes_read"] = times.bytes_read;
+        if (a.disk_read_rate > 0) j["disk_read_gb_per_s"] = a.disk_read_rate;
+        std::printf("%s\n", nlohmann::json{{"startup", j}}.dump().c_str());
+        std::fflush(stdout);
+    }
     log::info(
         "serving '{}' ({}) on http://{}:{}/v1 — max model len {}, {} KV blocks, tool parser "
         "'{}', reasoning parser '{}'{}",
@@ -267,9 +354,13 @@ Run add_serve(CLI::App& app) {
     app.add_option("--reasoning-parser", a->reasoning_parser,
                    "kimi_k2, deepseek_r1 or deepseek_v3 (default: from model_type)");
     add_engine_flags(app, a->engine);
+    app.add_option("--disk-read-rate", a->disk_read_rate,
+                   "GB/s the disk reads the model's files (`myriad inspect --read-speed MODEL`), "
+                   "the load rate's yardstick (default: a 1 GB cold sample at start; 0: none)");
     app.add_flag("--json", a->json,
                  "print the run plan as one line of JSON on stdout at start (as `myriad plan "
-                 "MODEL --json` with the same flags), instead of the table in the log");
+                 "MODEL --json` with the same flags), instead of the table in the log, and the "
+                 "start-up breakdown as a second line at READY ({\"startup\": ...})");
     app.add_option(
         "--drain-timeout", a->drain_timeout,
         "seconds SIGTERM waits for running requests before cancelling them (default 30)");

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "engine/device_choice.h"
 #include "model/layout_check.h"
+#include "model/shard_load.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
@@ -13,6 +16,7 @@
 #include "parallel/topology.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace myriad {
@@ -109,6 +113,30 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     // Several ranks share the CPU: one BLAS thread each, the cores divided among their loops.
     set_blas_threads(workers > 1 ? 1 : options_.threads);
     const auto load_start = std::chrono::steady_clock::now();
+    // One reader for the process: every file read once, front to back, ahead of all the ranks.
+    std::unique_ptr<ShardLoad> shard_load;
+    std::unique_ptr<Progress> progress;
+    const char* reader_env = std::getenv("MYRIAD_SHARD_READER");
+    if (ShardLoad::applies(checkpoint_) && !(reader_env && std::string(reader_env) == "0")) {
+        std::vector<Layout> ranks;
+        for (int r = 0; r < options_.tp; ++r)
+            if (!alone || r == options_.only_rank) ranks.push_back(layout_.of_rank(r));
+        ShardReaderOptions ro;
+        ro.threads = options_.read_threads > 0 ? options_.read_threads : 8;
+        if (const char* v = std::getenv("MYRIAD_LOAD_THREADS"); v && std::atoi(v) > 0)
+            ro.threads = std::atoi(v);
+        shard_load = std::make_unique<ShardLoad>(config_, checkpoint_, ranks, ro);
+        shard_load_ = shard_load.get();
+        const auto total = static_cast<int64_t>(shard_load->reader().total_bytes());
+        if (options_.load_progress || options_.load_status)
+            progress = std::make_unique<Progress>("reading weights", total, 0,
+                                                  options_.load_progress ? stderr : nullptr,
+                                                  options_.load_status);
+        Progress* p = progress.get();
+        shard_load->reader().start([p](uint64_t bytes) {
+            if (p) p->add(static_cast<int64_t>(bytes));
+        });
+    }
     if (alone)
         threads_.emplace_back([this] { run_worker(options_.only_rank); });
     else
@@ -117,6 +145,21 @@ WorkerGroup::WorkerGroup(const ModelConfig& config, const Checkpoint& checkpoint
     cv_.wait(lock, [&] { return ready_ == workers; });
     load_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    load_times_.load_seconds = load_seconds_;
+    if (shard_load) {
+        const ShardReadStats st = shard_load->reader().stats();
+        load_times_.bytes_read = st.bytes_read;
+        load_times_.read_seconds = st.read_seconds;
+        load_times_.reads = st.reads;
+        load_times_.drops = st.drops;
+        load_times_.bytes_dropped = st.bytes_dropped;
+        shard_load_ = nullptr;
+        lock.unlock();
+        progress.reset();  // its last line
+        shard_load.reset();
+        lock.lock();
+    }
+    options_.load_status = nullptr;  // the caller's, valid while loading only
     if (error_) {
         stop_ = true;
         ++generation_;
@@ -220,8 +263,10 @@ void WorkerGroup::run_worker(int rank) {
                     std::static_pointer_cast<CpuCommGroup>(group_), rank);
         }
         if (alone) modelled_ = static_cast<ModelledCommunicator*>(comm.get());
+        ModelOptions mo = options_.model;
+        if (shard_load_) mo.feed = {shard_load_, alone ? 0 : rank};
         model = std::make_unique<DeepseekV3>(config_, checkpoint_, *ops, *comm,
-                                             layout_.of_rank(rank), options_.model);
+                                             layout_.of_rank(rank), mo);
         cache = std::make_unique<KvCache>(config_, *ops, options_.kv_blocks, options_.kv_block_size,
                                           kv_dtype_, kv_scales_);
         if (config_.mtp_layers > 0) {  // the MTP layers' own latent cache, a layer each
@@ -236,6 +281,7 @@ void WorkerGroup::run_worker(int rank) {
             std::lock_guard<std::mutex> lock(mutex_);
             if (!error_) error_ = std::current_exception();
         }
+        if (shard_load_) shard_load_->reader().finish(alone ? 0 : rank);  // read on without it
         // The others may be waiting for this rank to register its collectives' buffers.
         if (group_) group_->abort(fmt::format("rank {} failed to start: {}", rank, e.what()));
     }

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,7 @@ namespace myriad {
 
 class CommGroup;
 class ModelledCommunicator;
+class ShardLoad;
 
 // Tokens per KV-cache block unless a caller chooses otherwise.
 inline constexpr int64_t kKvBlockSize = 16;
@@ -60,6 +62,26 @@ struct WorkerGroupOptions {
     // positions of chained drafts past a sequence's own blocks.
     bool mtp = false;
     int64_t mtp_spare_blocks = 64;
+    // Loading a safetensors checkpoint: the shard reader's threads (0: 8, or $MYRIAD_LOAD_THREADS;
+    // format/shard_reader.h), a progress bar or lines on stderr while the weights are read, and
+    // each progress line told to `load_status` (serve: /health and sd_notify STATUS).
+    int read_threads = 0;
+    bool load_progress = false;
+    std::function<void(const std::string&)> load_status = {};
+};
+
+// Where the load's time went (serve's start-up breakdown): the shard reader's bytes and seconds
+// (from the first read to the last), and the whole load (every rank holding its weights and
+// KV cache); copying is what the load took beyond the reading it overlapped.
+struct LoadTimes {
+    uint64_t bytes_read = 0;
+    double read_seconds = 0;
+    double load_seconds = 0;
+    int64_t reads = 0, drops = 0;
+    uint64_t bytes_dropped = 0;
+    double copy_seconds() const {
+        return load_seconds > read_seconds ? load_seconds - read_seconds : 0;
+    }
 };
 
 class WorkerGroup {
@@ -81,6 +103,7 @@ class WorkerGroup {
     // weights and KV cache: the load rate serve prints.
     size_t weight_bytes_all_ranks() const { return all_weight_bytes_; }
     double load_seconds() const { return load_seconds_; }
+    const LoadTimes& load_times() const { return load_times_; }
     // What the KV cache stores (F32, BF16 or F8_E4M3), resolved from kv_cache_dtype at start.
     DType kv_cache_dtype() const { return kv_dtype_; }
     // Whether step() takes a StepSampling: one rank whose backend samples, or several ranks
@@ -120,6 +143,8 @@ class WorkerGroup {
     size_t weight_bytes_ = 0;
     size_t all_weight_bytes_ = 0;  // every rank's, for the load rate
     double load_seconds_ = 0;
+    LoadTimes load_times_;
+    ShardLoad* shard_load_ = nullptr;  // while loading
     DType kv_dtype_ = DType::F32;
     std::vector<float> kv_scales_;
     Layout layout_;

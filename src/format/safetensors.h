@@ -65,6 +65,9 @@ class SafetensorsFile {
     // nullptr when absent.
     const TensorInfo* find(std::string_view name) const;
     TensorView view(const TensorInfo& info) const;
+    // The whole mapped file (the shard reader brings its pages in and drops them).
+    const uint8_t* map_data() const { return file_.data(); }
+    size_t map_size() const { return file_.size(); }
 
   private:
     MappedFile file_;

@@ -21,7 +21,7 @@ DeepseekV3::DeepseekV3(const ModelConfig& config, const Checkpoint& checkpoint, 
     MYRIAD_CHECK(options_.naive_context_tokens >= 1,
                  "ModelOptions::naive_context_tokens is {}; it must be at least 1",
                  options_.naive_context_tokens);
-    weights_ = load_weights(config_, checkpoint, ops_, layout_);
+    weights_ = load_weights(config_, checkpoint, ops_, layout_, options_.feed);
     local_heads_ = layout_.local_heads(config_.num_attention_heads);
     softmax_scale_ = compute_softmax_scale(config_);
     if (options_.faults.no_mscale_squared)

@@ -40,6 +40,9 @@ struct ModelOptions {
     int64_t naive_context_tokens = kNaiveContextTokens;
     // Test hook: told every MoE layer's routing (model/route_observer.h). Empty in the program.
     RouteObserver route_observer = {};
+    // The process's shard reader and this rank's place in it (WorkerGroup sets it; null: each
+    // weight read straight from the mapping).
+    WeightFeed feed = {};
 };
 
 class DeepseekV3 {

@@ -1,4 +1,5 @@
 #include "model/weights.h"
+#include "model/shard_load.h"
 
 #include <fmt/format.h>
 
@@ -91,7 +92,8 @@ namespace {
 
 class Loader {
   public:
-    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops, const Layout& layout)
+    // `ops` null: sources only (the shard reader's plan).
+    Loader(const ModelConfig& c, const Checkpoint& ckpt, Ops* ops, const Layout& layout)
         : config_(c),
           ckpt_(ckpt),
           ops_(ops),
@@ -100,13 +102,15 @@ class Loader {
         for (auto& t : expected_tensors(c)) layout_.emplace(t.name, t);
     }
 
+    // The source of `name`'s shard on this rank; nullopt for a routed expert of another rank.
     // `cols`: a column range of a replicated tensor (eh_proj's halves), else the layout's shard.
-    Weight load(const std::string& name, std::optional<Slice> cols = std::nullopt) {
+    std::optional<WeightSource> source(const std::string& name,
+                                       std::optional<Slice> cols = std::nullopt) {
         auto it = layout_.find(name);
         MYRIAD_CHECK(it != layout_.end(), "tensor {} is not in the layout table", name);
         const ExpectedTensor& e = it->second;
         const TensorShard shard = tensor_shard(config_, e, layout_of_ranks_);
-        if (!shard.held) return {};  // a routed expert of another rank
+        if (!shard.held) return std::nullopt;  // a routed expert of another rank
         WeightSource src;
         if (const uint64_t seed = ckpt_.synthetic_seed()) {
             src = synthetic_source(e,
@@ -153,7 +157,18 @@ class Loader {
             (!is_linear_weight(name) || src.col_begin % src.quant.block_cols != 0 ||
              src.col_end % src.quant.block_cols != 0))
             src.to_dense = true;
-        Weight w = ops_.load_weight(src);
+        return src;
+    }
+
+    Weight load(const std::string& name, std::optional<Slice> cols = std::nullopt) {
+        const std::optional<WeightSource> src = source(name, cols);
+        if (!src) return {};
+        return load(*src);
+    }
+
+    Weight load(const WeightSource& src) {
+        MYRIAD_CHECK(ops_ != nullptr, "a planning loader cannot load weights");
+        Weight w = ops_->load_weight(src);
         if (w.format != WeightFormat::Dense)  // this shard's share of codes and scales
             w.quant.bytes = static_cast<size_t>(static_cast<double>(w.quant.bytes) * w.rows *
                                                 w.cols / (src.src_rows * src.src_cols));
@@ -171,7 +186,7 @@ class Loader {
   private:
     const ModelConfig& config_;
     const Checkpoint& ckpt_;
-    Ops& ops_;
+    Ops* ops_;
     Layout layout_of_ranks_;
     std::string prefix_;
     std::map<std::string, ExpectedTensor> layout_;
@@ -179,61 +194,144 @@ class Loader {
     size_t bytes_ = 0;
 };
 
+}  // namespace
+
+namespace {
+
+// A weight of one rank by name, and by column range where a replicated tensor is held in parts
+// (an MTP layer's eh_proj: its halves).
+using WeightGetter = std::function<Weight(const std::string&, std::optional<Slice>)>;
+
 // Decoder layer l (an MTP layer's decoder layer too: its tensors have the same names).
-LayerWeights load_layer(Loader& ld, const ModelConfig& c, int64_t l) {
+LayerWeights assemble_layer(const ModelConfig& c, int64_t l, const WeightGetter& at) {
+    auto get = [&](const std::string& name) { return at(name, std::nullopt); };
+    auto mlp = [&](const std::string& p) -> MlpWeights {
+        return {get(p + "gate_proj.weight"), get(p + "up_proj.weight"),
+                get(p + "down_proj.weight")};
+    };
     const std::string p = fmt::format("model.layers.{}.", l);
     LayerWeights lw;
-    lw.input_norm = ld.load(p + "input_layernorm.weight");
-    lw.post_attention_norm = ld.load(p + "post_attention_layernorm.weight");
+    lw.input_norm = get(p + "input_layernorm.weight");
+    lw.post_attention_norm = get(p + "post_attention_layernorm.weight");
     const std::string a = p + "self_attn.";
     if (c.q_lora_rank > 0) {
-        lw.attn.q_a = ld.load(a + "q_a_proj.weight");
-        lw.attn.q_a_norm = ld.load(a + "q_a_layernorm.weight");
-        lw.attn.q_b = ld.load(a + "q_b_proj.weight");
+        lw.attn.q_a = get(a + "q_a_proj.weight");
+        lw.attn.q_a_norm = get(a + "q_a_layernorm.weight");
+        lw.attn.q_b = get(a + "q_b_proj.weight");
     } else {
-        lw.attn.q = ld.load(a + "q_proj.weight");
+        lw.attn.q = get(a + "q_proj.weight");
     }
-    lw.attn.kv_a = ld.load(a + "kv_a_proj_with_mqa.weight");
-    lw.attn.kv_a_norm = ld.load(a + "kv_a_layernorm.weight");
-    lw.attn.kv_b = ld.load(a + "kv_b_proj.weight");
-    lw.attn.o = ld.load(a + "o_proj.weight");
+    lw.attn.kv_a = get(a + "kv_a_proj_with_mqa.weight");
+    lw.attn.kv_a_norm = get(a + "kv_a_layernorm.weight");
+    lw.attn.kv_b = get(a + "kv_b_proj.weight");
+    lw.attn.o = get(a + "o_proj.weight");
     lw.moe = c.is_moe_layer(l);
     if (!lw.moe) {
-        lw.dense = ld.mlp(p + "mlp.");
+        lw.dense = mlp(p + "mlp.");
     } else {
-        lw.router = ld.load(p + "mlp.gate.weight");
-        lw.router_bias = ld.load(p + "mlp.gate.e_score_correction_bias");
+        lw.router = get(p + "mlp.gate.weight");
+        lw.router_bias = get(p + "mlp.gate.e_score_correction_bias");
         for (int64_t e = 0; e < c.n_routed_experts; ++e)
-            lw.experts.push_back(ld.mlp(fmt::format("{}mlp.experts.{}.", p, e)));
-        if (c.n_shared_experts > 0) lw.shared = ld.mlp(p + "mlp.shared_experts.");
+            lw.experts.push_back(mlp(fmt::format("{}mlp.experts.{}.", p, e)));
+        if (c.n_shared_experts > 0) lw.shared = mlp(p + "mlp.shared_experts.");
     }
     return lw;
 }
 
-}  // namespace
-
-ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
-                          const Layout& layout) {
-    Loader ld(c, ckpt, ops, layout);
+// The weights of one rank put together from `at(name, cols)`, in the forward pass's order.
+ModelWeights assemble(const ModelConfig& c, const Layout& layout, const WeightGetter& at) {
+    auto get = [&](const std::string& name) { return at(name, std::nullopt); };
     ModelWeights w;
-    w.embed = ld.load("model.embed_tokens.weight");
+    w.embed = get("model.embed_tokens.weight");
     w.vocab_begin = layout.vocab(c.vocab_size).begin;
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) w.layers.push_back(load_layer(ld, c, l));
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) w.layers.push_back(assemble_layer(c, l, at));
     for (int64_t i = 0; i < c.mtp_layers; ++i) {
         const int64_t l = c.num_hidden_layers + i;
         const std::string p = fmt::format("model.layers.{}.", l);
         MtpWeights m;
-        m.enorm = ld.load(p + "enorm.weight");
-        m.hnorm = ld.load(p + "hnorm.weight");
-        m.eh_proj_e = ld.load(p + "eh_proj.weight", Slice{0, c.hidden_size});
-        m.eh_proj_h = ld.load(p + "eh_proj.weight", Slice{c.hidden_size, 2 * c.hidden_size});
-        m.head_norm = ld.load(p + "shared_head.norm.weight");
-        m.layer = load_layer(ld, c, l);
+        m.enorm = get(p + "enorm.weight");
+        m.hnorm = get(p + "hnorm.weight");
+        m.eh_proj_e = at(p + "eh_proj.weight", Slice{0, c.hidden_size});
+        m.eh_proj_h = at(p + "eh_proj.weight", Slice{c.hidden_size, 2 * c.hidden_size});
+        m.head_norm = get(p + "shared_head.norm.weight");
+        m.layer = assemble_layer(c, l, at);
         w.mtp.push_back(std::move(m));
     }
-    w.final_norm = ld.load("model.norm.weight");
-    w.lm_head = ld.load("lm_head.weight");
+    w.final_norm = get("model.norm.weight");
+    w.lm_head = get("lm_head.weight");
+    return w;
+}
+
+}  // namespace
+
+namespace {
+
+// The key of a column range of `name` among a fed rank's loaded weights.
+std::string part_key(const std::string& name, Slice cols) {
+    return fmt::format("{}[{}:{})", name, cols.begin, cols.end);
+}
+
+}  // namespace
+
+std::vector<PlannedWeight> planned_weights(const ModelConfig& c, const Checkpoint& ckpt,
+                                           const Layout& layout) {
+    MYRIAD_CHECK(!ckpt.gguf(), "planned_weights: GGUF sources point into scratch memory");
+    Loader ld(c, ckpt, nullptr, layout);
+    std::vector<PlannedWeight> out;
+    for (const ExpectedTensor& t : expected_tensors(c))
+        if (std::optional<WeightSource> src = ld.source(t.name)) out.push_back({t.name, *src});
+    return out;
+}
+
+ModelWeights load_weights(const ModelConfig& c, const Checkpoint& ckpt, Ops& ops,
+                          const Layout& layout, const WeightFeed& feed) {
+    Loader ld(c, ckpt, &ops, layout);
+    ModelWeights w;
+    if (feed.load == nullptr) {
+        w = assemble(c, layout, [&](const std::string& name, std::optional<Slice> cols) {
+            return ld.load(name, cols);
+        });
+        w.bytes = ld.bytes();
+        ops.loaded();
+        return w;
+    }
+    // Fed by the process's shard reader: this rank's weights in file order, each loaded once
+    // its bytes are in memory, its pages released once copied (unless the backend keeps
+    // reading them: the CPU's zero-copy quantised weights).
+    ShardReader& reader = feed.load->reader();
+    struct Finish {
+        ShardReader& r;
+        int consumer;
+        ~Finish() { r.finish(consumer); }
+    } finish{reader, feed.consumer};
+    std::map<std::string, Weight> loaded;
+    for (const LoadStep& step : feed.load->order(feed.consumer)) {
+        for (size_t i = 0; i < step.spans; ++i) reader.wait(feed.consumer, step.first_span + i);
+        if (c.mtp_layers > 0 && step.name.ends_with(".eh_proj.weight")) {
+            // An MTP layer's eh_proj is held as its two column halves (one read for both).
+            for (const Slice half :
+                 {Slice{0, c.hidden_size}, Slice{c.hidden_size, 2 * c.hidden_size}}) {
+                const std::optional<WeightSource> part = ld.source(step.name, half);
+                MYRIAD_CHECK(part.has_value(), "{}: no source for its columns", step.name);
+                loaded.emplace(part_key(step.name, half), ld.load(*part));
+            }
+        } else {
+            loaded.emplace(step.name, ld.load(step.source));
+        }
+        if (!ops.keeps_source(step.source))
+            for (size_t i = 0; i < step.spans; ++i)
+                reader.release(feed.consumer, step.first_span + i);
+    }
+    w = assemble(c, layout, [&](const std::string& name, std::optional<Slice> cols) {
+        auto it = loaded.find(cols ? part_key(name, *cols) : name);
+        if (it != loaded.end()) return std::move(it->second);
+        // Left out of the plan: only a weight this rank does not hold (another rank's expert).
+        MYRIAD_CHECK(!ld.source(name, cols).has_value(),
+                     "{}: rank {} holds it but its load plan left it out", name, layout.rank());
+        return Weight{};
+    });
     w.bytes = ld.bytes();
+    ops.loaded();
     return w;
 }
 

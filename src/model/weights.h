@@ -57,9 +57,28 @@ std::string text_model_prefix(const ModelConfig& config, const Checkpoint& check
 void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint,
                          const Layout& layout = {});
 
+class ShardLoad;
+
+// Where a rank's bytes come from: straight from the mapping (load null), or through the
+// process's shard reader as consumer `consumer` (model/shard_load.h).
+struct WeightFeed {
+    ShardLoad* load = nullptr;
+    int consumer = 0;
+};
+
 // Loads rank layout.rank(): each rank reads only its slices (a routed expert another rank holds
 // under expert parallelism is left empty: gate.rows == 0).
 ModelWeights load_weights(const ModelConfig& config, const Checkpoint& checkpoint, Ops& ops,
-                          const Layout& layout);
+                          const Layout& layout, const WeightFeed& feed = {});
+
+// A weight rank layout.rank() loads and the source it reads (safetensors checkpoints).
+struct PlannedWeight {
+    std::string name;
+    WeightSource source;
+};
+// Every weight the rank holds, in the forward pass's order (routed experts of other ranks left
+// out), without loading any.
+std::vector<PlannedWeight> planned_weights(const ModelConfig& config, const Checkpoint& checkpoint,
+                                           const Layout& layout);
 
 }  // namespace myriad

@@ -130,6 +130,9 @@ std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank
 double cuda_copy_bandwidth(int index) {
     return cuda::copy_bandwidth(index);
 }
+double cuda_graph_capture_seconds() {
+    return cuda::graph_capture_seconds_total();
+}
 bool cuda_memory_in_use(int index, uint64_t* used) {
     return cuda::memory_in_use(index, used);
 }
@@ -174,6 +177,9 @@ std::unique_ptr<Communicator> make_modelled_gpu_communicator(int, int, double, O
     bad_input("--device cuda: {}", kNoCuda);
 }
 double cuda_copy_bandwidth(int) {
+    return 0.0;
+}
+double cuda_graph_capture_seconds() {
     return 0.0;
 }
 bool cuda_memory_in_use(int, uint64_t*) {

@@ -41,6 +41,9 @@ std::vector<std::string> cuda_built_architectures();
 // graphs (ranks of several, whose collectives wait on the host).
 std::unique_ptr<Ops> make_cuda_ops(int index, const KernelChoices& choices, bool graphs = true);
 
+// Seconds the process's CUDA backends spent capturing decode graphs so far; 0 without them.
+double cuda_graph_capture_seconds();
+
 // Bytes per second of a large device-to-device copy on GPU `index` (read + written counted,
 // median of several), the roofline's bandwidth; 0 without the backend.
 double cuda_copy_bandwidth(int index);

@@ -75,6 +75,14 @@ class Ops {
     // ---- memory ----
     // Converts this rank's slice of a checkpoint tensor into the backend's runtime format.
     virtual Weight load_weight(const WeightSource& src) = 0;
+    // Whether the Weight load_weight made of `src` keeps reading src's memory (zero copy): its
+    // pages must then stay mapped after loading (the shard reader does not drop them).
+    virtual bool keeps_source(const WeightSource& src) const {
+        (void)src;
+        return false;
+    }
+    // Every weight of the rank is loaded (load_weights' end): what only loading needed may go.
+    virtual void loaded() {}
     // A zero-initialised device tensor that lives as long as the returned handle.
     virtual std::shared_ptr<void> allocate(Tensor& t) = 0;
     // Step-scoped scratch memory, valid until reset_scratch() (called at the start of a step).

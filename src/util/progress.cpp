@@ -28,12 +28,15 @@ std::string human_duration(double s) {
     return fmt::format("{}s", t);
 }
 
-Progress::Progress(std::string label, int64_t total, int64_t done)
+Progress::Progress(std::string label, int64_t total, int64_t done, std::FILE* out,
+                   std::function<void(const std::string&)> status)
     : label_(std::move(label)),
       total_(total),
       start_done_(done),
+      out_(out),
+      status_(std::move(status)),
       done_(done),
-      tty_(::isatty(STDOUT_FILENO) == 1),
+      tty_(out != nullptr && ::isatty(::fileno(out)) == 1),
       interval_s_(tty_ ? 0.25 : 10.0),
       start_(std::chrono::steady_clock::now()) {
     if (const char* v = std::getenv("MYRIAD_PROGRESS_INTERVAL"); v && !tty_) {
@@ -79,20 +82,25 @@ std::string Progress::line() const {
 
 void Progress::print(bool final) {
     std::lock_guard lock(mu_);
-    if (tty_)
-        std::printf("\r\033[K%s%s", line().c_str(), final ? "\n" : "");
-    else
-        std::printf("%s\n", line().c_str());
-    std::fflush(stdout);
+    const std::string l = line();
+    if (out_ != nullptr) {  // none: the status hook alone
+        if (tty_)
+            std::fprintf(out_, "\r\033[K%s%s", l.c_str(), final ? "\n" : "");
+        else
+            std::fprintf(out_, "%s\n", l.c_str());
+        std::fflush(out_);
+    }
+    if (status_) status_(l);
 }
 
 void Progress::note(const std::string& text) {
     std::lock_guard lock(mu_);
+    if (out_ == nullptr) return;
     if (tty_)
-        std::printf("\r\033[K%s\n%s", text.c_str(), line().c_str());
+        std::fprintf(out_, "\r\033[K%s\n%s", text.c_str(), line().c_str());
     else
-        std::printf("%s\n", text.c_str());
-    std::fflush(stdout);
+        std::fprintf(out_, "%s\n", text.c_str());
+    std::fflush(out_);
 }
 
 void Progress::run() {

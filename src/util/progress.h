@@ -1,12 +1,15 @@
-// Progress of a long transfer: a bar redrawn in place (bytes, rate, ETA) when stdout is a
-// terminal, else a plain line every few seconds (MYRIAD_PROGRESS_INTERVAL, default 10) so logs
-// stay readable. Thread-safe: workers call add() as bytes arrive.
+// Progress of a long transfer: a bar redrawn in place (bytes, rate, ETA) when its stream (stdout
+// unless told) is a terminal, else a plain line every few seconds (MYRIAD_PROGRESS_INTERVAL,
+// default 10) so logs stay readable. Thread-safe: workers call add() as bytes arrive. `status`,
+// when set, is told each line as it is printed (serve: sd_notify STATUS=).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,7 +19,8 @@ namespace myriad {
 class Progress {
   public:
     // `done` bytes are already there (resumed); `total` is everything.
-    Progress(std::string label, int64_t total, int64_t done);
+    Progress(std::string label, int64_t total, int64_t done, std::FILE* out = stdout,
+             std::function<void(const std::string&)> status = {});
     ~Progress();  // stops the printer and prints the final line
     void add(int64_t bytes) { done_ += bytes; }
     // One line of its own (a finished file), printed above the bar.
@@ -29,6 +33,8 @@ class Progress {
 
     std::string label_;
     int64_t total_, start_done_;
+    std::FILE* out_;
+    std::function<void(const std::string&)> status_;
     std::atomic<int64_t> done_;
     bool tty_;
     double interval_s_;

@@ -364,7 +364,7 @@ def server(ckpt):
            f"{' '.join(SERVE_FLAGS) or '(CPU)'}: healthy after {secs:.1f} s "
            f"({size / 1e9 / secs:.2f} GB/s from process start to /health, warm-up included)")
     for line in s.output().splitlines():
-        if re.search(r"load|weights|GB/s|layout|KV cache|serving", line):
+        if re.search(r"load|weights|GB/s|layout|KV cache|serving|startup", line):
             report("  " + line)
     yield s
     s.stop()

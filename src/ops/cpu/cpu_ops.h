@@ -20,6 +20,10 @@ class CpuOps : public Ops {
 
     Device device() const override { return Device::Cpu; }
     Weight load_weight(const WeightSource& src) override;
+    // Quantised weights stay windows of the mapped checkpoint (expanded tile by tile in linear).
+    bool keeps_source(const WeightSource& src) const override {
+        return src.synthetic.seed == 0 && src.format != WeightFormat::Dense && !src.to_dense;
+    }
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;

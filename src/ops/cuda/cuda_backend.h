@@ -25,6 +25,8 @@ std::unique_ptr<Communicator> make_gpu_communicator(const std::shared_ptr<CommGr
                                                     int rank, Ops& ops);
 std::unique_ptr<Communicator> make_modelled_gpu_communicator(int world, int rank, double wait_us,
                                                              Ops& ops);
+// Seconds spent capturing decode graphs by every CudaOps of the process (cuda_graphs.cpp).
+double graph_capture_seconds_total();
 double copy_bandwidth(int index);
 // Bytes in use on GPU `index` (total - free, every process's); false if there is none.
 bool memory_in_use(int index, uint64_t* used);

@@ -31,6 +31,7 @@ std::atomic<int64_t> g_replays{0}, g_verify_replays{0};
 int64_t key_rows(int64_t key) {
     return key / kKeyRowsBase * (key % kKeyRowsBase);
 }
+std::atomic<int64_t> g_capture_us{0};
 }  // namespace
 
 int64_t graph_replays_total() {
@@ -39,6 +40,10 @@ int64_t graph_replays_total() {
 
 int64_t graph_verify_replays_total() {
     return g_verify_replays.load();
+}
+
+double graph_capture_seconds_total() {
+    return static_cast<double>(g_capture_us.load()) / 1e6;
 }
 
 int64_t CudaOps::decode_key(const StepInput& st) {
@@ -79,6 +84,7 @@ void CudaOps::begin_step(const StepInput& st) {
     if (key < 0 || graphs_.count(key) || ++seen_[key] < 2 || chunks_.size() != 1) return;
     check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "graph capture");
     capturing_ = key;
+    capture_start_ = std::chrono::steady_clock::now();
 }
 
 void CudaOps::finish_capture(Tensor src) {
@@ -100,6 +106,9 @@ void CudaOps::finish_capture(Tensor src) {
     g.out = src.data;
     g.bytes = src.nbytes();
     g.offsets = off_;
+    g_capture_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - capture_start_)
+                        .count();
     check_cuda(cudaGraphLaunch(g.exec, stream_), "graph launch");
     graphs_.emplace(key, g);
 }

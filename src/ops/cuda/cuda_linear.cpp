@@ -137,15 +137,30 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         }
         MYRIAD_CHECK(w.cols % 8 == 0, "CUDA backend: matrix of {} columns is not a multiple of 8",
                      w.cols);
-        std::vector<uint16_t> host(static_cast<size_t>(w.rows * w.cols));
-        for (int64_t r = 0; r < w.rows; ++r) {
-            convert_to_f32(s.dtype, base + ((s.row_begin + r) * s.src_cols + s.col_begin) * esize,
-                           row.data(), row.size());
-            for (int64_t c = 0; c < w.cols; ++c)
-                host[r * w.cols + c] = ::myriad::f32_to_bf16(row[c]);
+        auto buf = std::make_shared<DeviceBuffer>(std::max<size_t>(w.rows * w.cols * 2, 1));
+        // Row r of the shard as BF16 at `out` (a BF16 checkpoint's bits as they are).
+        auto pack = [&](int64_t r, uint16_t* out) {
+            const uint8_t* src = base + ((s.row_begin + r) * s.src_cols + s.col_begin) * esize;
+            if (s.dtype == DType::BF16) {
+                std::memcpy(out, src, static_cast<size_t>(w.cols) * 2);
+                return;
+            }
+            convert_to_f32(s.dtype, src, row.data(), row.size());
+            for (int64_t c = 0; c < w.cols; ++c) out[c] = ::myriad::f32_to_bf16(row[c]);
+        };
+        if (staging_on_) {
+            staging_.upload_rows(buf->data(), w.rows, static_cast<size_t>(w.cols) * 2,
+                                 [&](int64_t first, int64_t count, uint8_t* host) {
+                                     auto* h = reinterpret_cast<uint16_t*>(host);
+                                     for (int64_t i = 0; i < count; ++i)
+                                         pack(first + i, h + i * w.cols);
+                                 });
+            staging_.order_before(stream_);
+        } else {
+            std::vector<uint16_t> host(static_cast<size_t>(w.rows * w.cols));
+            for (int64_t r = 0; r < w.rows; ++r) pack(r, host.data() + r * w.cols);
+            upload(buf->data(), host.data(), host.size() * 2, stream_);
         }
-        auto buf = std::make_shared<DeviceBuffer>(std::max<size_t>(host.size() * 2, 1));
-        upload(buf->data(), host.data(), host.size() * 2, stream_);
         w.data = Tensor(buf->data(), DType::BF16, {w.rows, w.cols}, Device::Cuda);
         w.storage = buf;
         return w;
@@ -197,6 +212,15 @@ Weight CudaOps::load_weight(const WeightSource& s) {
         synthesize(half_byte ? SynthKind::Nvfp4Codes : SynthKind::Fp8Codes, sv.seed, 0.0f, 0.0f,
                    w.rows, width, q.code_row_bytes, s.row_begin, cb0, dw->codes.data(), stream_);
         check("synthetic weight");
+    } else if (staging_on_) {
+        staging_.upload_rows(
+            dw->codes.data(), w.rows, static_cast<size_t>(width),
+            [&](int64_t first, int64_t count, uint8_t* host) {
+                for (int64_t i = 0; i < count; ++i)
+                    std::memcpy(host + i * width,
+                                q.codes + (s.row_begin + first + i) * q.code_row_bytes + cb0,
+                                static_cast<size_t>(width));
+            });
     } else {
         check_cuda(cudaMemcpy2DAsync(
                        dw->codes.data(), width, q.codes + s.row_begin * q.code_row_bytes + cb0,
@@ -229,6 +253,9 @@ Weight CudaOps::load_weight(const WeightSource& s) {
                    stream_);
         check("synthetic weight");
         synchronize("synthetic weight");
+    } else if (staging_on_) {
+        staging_.upload(dw->scales.data(), sh.data(), sh.size());
+        staging_.order_before(stream_);  // the dequantising kernels below, and every step
     } else {
         upload(dw->scales.data(), sh.data(), sh.size(), stream_);
     }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/cuda/cuda_check.h"
@@ -60,6 +61,7 @@ CudaOps::CudaOps(int device, const KernelChoices& choices) : device_(device), ch
     sample_edits_ = DeviceBuffer(kEditPiece * sizeof(LogitEdit));
     profile_ = choices_.profile;
     graphs_enabled_ = choices_.graphs && !profile_;
+    if (const char* v = std::getenv("MYRIAD_PINNED_STAGING")) staging_on_ = std::string(v) != "0";
     set_stream_pdl(stream_, choices_.pdl);
     // The first op's time counts from here, not from the clock's epoch.
     profile_last_ =

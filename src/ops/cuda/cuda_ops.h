@@ -27,12 +27,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ops/cuda/kernels.h"
+#include "ops/cuda/pinned_staging.h"
 #include "ops/ops.h"
 
 namespace myriad::cuda {
@@ -66,6 +68,9 @@ class DeviceBuffer {
 int64_t graph_replays_total();
 // Of those, the steps verifying drafts (more than one row a sequence).
 int64_t graph_verify_replays_total();
+// Seconds every CudaOps of the process spent capturing and instantiating graphs (start-up
+// breakdown).
+double graph_capture_seconds_total();
 
 class CudaOps final : public Ops {
   public:
@@ -76,6 +81,7 @@ class CudaOps final : public Ops {
 
     Device device() const override { return Device::Cuda; }
     Weight load_weight(const WeightSource& src) override;
+    void loaded() override { staging_.release(); }
     std::shared_ptr<void> allocate(Tensor& t) override;
     Tensor scratch(DType dt, std::initializer_list<int64_t> dims) override;
     void reset_scratch() override;
@@ -276,7 +282,12 @@ class CudaOps final : public Ops {
     // A buffer of at least `bytes` (regrown, contents dropped).
     static void* ensure(DeviceBuffer& b, size_t bytes);
     std::map<int64_t, int> seen_;  // decode steps run per key before capture
-    int64_t capturing_ = -1;       // key of the step being captured
+    // Weight uploads through pinned buffers on a copy stream (off: MYRIAD_PINNED_STAGING=0, the
+    // plain pageable copies, for comparison).
+    PinnedStaging staging_;
+    bool staging_on_ = true;
+    int64_t capturing_ = -1;  // key of the step being captured
+    std::chrono::steady_clock::time_point capture_start_;
     int64_t graph_replays_ = 0;
 };
 
