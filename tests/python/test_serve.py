@@ -48,8 +48,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Tests start several servers at once: on a GPU each takes this share of its memory (serve's own
+# default, 0.9, is for a server that has the GPU to itself), unless the test sets its own.
+GPU_SHARE = os.environ.get("MYRIAD_TEST_GPU_MEMORY_UTILIZATION", "0.2")
+
+
 class Server:
     def __init__(self, *flags, env=None):
+        if "--gpu-memory-utilization" not in flags:
+            flags = (*flags, "--gpu-memory-utilization", GPU_SHARE)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()  # not a pipe: nobody reads it while the server runs
