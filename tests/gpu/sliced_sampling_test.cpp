@@ -2,7 +2,9 @@
 // kernel gives the CPU's candidates bit for bit on random rows (ties by id), the CUDA choice
 // from gathered candidates gives the whole row's token (the host's choose_token and the GPU's own
 // one-rank sampler), and the engine at TP 2 and 4 on one GPU takes the tokens of the same ranks
-// gathering whole rows and of TP 1.
+// gathering whole rows and, in exact mode (F32 activations and F32 on the wire), of TP 1. In the
+// default mode the all-reduces cross in BF16, so TP 2's logits differ from TP 1's by about 1e-2
+// of their size and a sampled token may flip: there only the whole-row comparison is exact.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -61,41 +63,51 @@ TEST_F(GpuOpsTest, SliceCandidatesMatchTheCpuAndChooseTheWholeRowsToken) {
             for (int32_t i : s0.full) EXPECT_EQ(got[i], -1) << "row " << i << " was not asked";
         }
     }
-    EXPECT_GT(checked, 300);
+    EXPECT_GT(checked, 200);  // rows chosen from candidates (the rest need whole rows)
 }
 
 // The engine with its ranks on GPU 0 at TP 2 and 4: choosing from candidates (Auto) gives the
 // tokens, logprobs and finish reasons of gathering every row whole (Off), and the tokens of one
 // GPU rank sampling on its device; and fewer bytes cross.
 TEST(GpuSlicedSampling, EngineAtTp2And4OnOneGpuGivesTheWholeRowsTokens) {
-    for (bool top_k : {false, true}) {
-        KindsRun run;
-        run.top_k_everywhere = top_k;
-        const auto one = run_request_kinds(Device::Cuda, BackendSampling::Auto, WarmUp::Auto,
-                                           nullptr, 3, nullptr, run);
-        for (int tp : {2, 4}) {
-            SCOPED_TRACE(::testing::Message() << "tp " << tp << " top_k everywhere " << top_k);
-            run.tp = tp;
-            run.devices.assign(static_cast<size_t>(tp), 0);
-            int64_t whole_bytes = 0, cand_bytes = 0;
-            run.gathered_bytes = &whole_bytes;
-            const auto whole = run_request_kinds(Device::Cuda, BackendSampling::Off, WarmUp::Off,
-                                                 nullptr, 3, nullptr, run);
-            run.gathered_bytes = &cand_bytes;
-            const auto cand = run_request_kinds(Device::Cuda, BackendSampling::Auto, WarmUp::Auto,
-                                                nullptr, 3, nullptr, run);
-            expect_same_outcomes(cand, whole);
-            ASSERT_EQ(cand.size(), one.size());
-            for (size_t i = 0; i < one.size(); ++i)
-                EXPECT_EQ(cand[i].tokens, one[i].tokens) << "request kind " << i;
-            EXPECT_GT(cand_bytes, 0);
-            std::printf(
-                "tp %d, top_k everywhere %d: %lld bytes gathered from candidates, %lld "
-                "whole (warm-up step included in the first)\n",
-                tp, int(top_k), static_cast<long long>(cand_bytes),
-                static_cast<long long>(whole_bytes));
+    for (bool exact : {false, true})
+        for (bool top_k : {false, true}) {
+            KernelOverrides mode(exact ? "exact=1" : "exact=0");
+            KindsRun run;
+            run.top_k_everywhere = top_k;
+            const auto one = run_request_kinds(Device::Cuda, BackendSampling::Auto, WarmUp::Auto,
+                                               nullptr, 3, nullptr, run);
+            for (int tp : {2, 4}) {
+                SCOPED_TRACE(::testing::Message() << "tp " << tp << " top_k everywhere " << top_k
+                                                  << (exact ? ", exact" : ", bf16"));
+                run.tp = tp;
+                run.devices.assign(static_cast<size_t>(tp), 0);
+                int64_t whole_bytes = 0, cand_bytes = 0;
+                run.gathered_bytes = &whole_bytes;
+                const auto whole = run_request_kinds(Device::Cuda, BackendSampling::Off,
+                                                     WarmUp::Off, nullptr, 3, nullptr, run);
+                run.gathered_bytes = &cand_bytes;
+                const auto cand = run_request_kinds(Device::Cuda, BackendSampling::Auto,
+                                                    WarmUp::Auto, nullptr, 3, nullptr, run);
+                expect_same_outcomes(cand, whole);
+                ASSERT_EQ(cand.size(), one.size());
+                int differing = 0;
+                for (size_t i = 0; i < one.size(); ++i) {
+                    if (exact) {
+                        EXPECT_EQ(cand[i].tokens, one[i].tokens) << "request kind " << i;
+                    }
+                    differing += cand[i].tokens != one[i].tokens;
+                }
+                std::printf("tp %d%s: %d of %zu request kinds differ from TP 1\n", tp,
+                            exact ? " exact" : " bf16", differing, one.size());
+                EXPECT_GT(cand_bytes, 0);
+                std::printf(
+                    "tp %d, top_k everywhere %d: %lld bytes gathered from candidates, %lld "
+                    "whole (warm-up step included in the first)\n",
+                    tp, int(top_k), static_cast<long long>(cand_bytes),
+                    static_cast<long long>(whole_bytes));
+            }
         }
-    }
 }
 
 }  // namespace
