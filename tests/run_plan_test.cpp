@@ -2,12 +2,16 @@
 // activation reserve, KV bytes per token), on the golden checkpoints with the CPU and with GPUs
 // described here (no GPU needed); and every impossible combination refused with a nearest
 // configuration that, applied, plans.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "cli/engine_setup.h"
 #include "cli/model_source.h"
+#include "golden_reference.h"
 #include "model/layout_check.h"
 #include "plan/memory_plan.h"
 #include "plan/run_plan.h"
@@ -114,6 +118,55 @@ TEST(RunPlan, CpuTakesKvCacheMemoryAndTheModelsContext) {
     EXPECT_EQ(j["max_model_len"], 1000);
     EXPECT_EQ(j["per_rank"]["weight_bytes"], p.weight_bytes);
     EXPECT_EQ(j["layout"], "TP=2");
+}
+
+// --speculative mtp: the MTP layer's tensors (not its copies of the embedding and the head) are in
+// the rank's weights, each tensor of the checkpoint's headers counted, and its latent cache in
+// every token's bytes; a model without MTP layers is refused naming the config field.
+TEST(RunPlan, MtpLayersAreCounted) {
+    const Model m(myriad::testing::mtp_golden_dir());
+    cli::EngineFlags with, without;
+    with.speculative = "mtp";
+    cli::RunHeaders keep_with, keep_without;
+    const ModelHeaders hw = cli::run_headers(m.source, with, keep_with);
+    const ModelHeaders ho = cli::run_headers(m.source, without, keep_without);
+    const RunPlan p = make_run_plan(cli::run_flags(with), hw, h100s(1, 80'000'000'000ull));
+    const RunPlan q = make_run_plan(cli::run_flags(without), ho, h100s(1, 80'000'000'000ull));
+    const int64_t layers = m.c().num_hidden_layers;
+    ASSERT_GE(m.c().num_nextn_predict_layers, 1);
+    const std::string prefix = fmt::format("model.layers.{}.", layers);
+    std::vector<std::string> in_file;
+    for (const auto& f : m.source.checkpoint->files())
+        for (const TensorInfo& t : f->tensors())
+            if (t.name.starts_with(prefix) && t.name.find(".embed_tokens.") == std::string::npos &&
+                t.name.find(".shared_head.head.") == std::string::npos)
+                in_file.push_back(t.name);
+    int64_t mtp_bytes = 0;
+    size_t counted = 0;
+    for (const WeightEntry& e : keep_with.weights.entries)
+        if (e.name.starts_with(prefix)) {
+            mtp_bytes += e.bytes;
+            ++counted;
+            EXPECT_NE(std::find(in_file.begin(), in_file.end(), e.name), in_file.end()) << e.name;
+        }
+    EXPECT_EQ(counted, in_file.size());
+    ASSERT_GT(mtp_bytes, 0);
+    EXPECT_EQ(p.weight_bytes - q.weight_bytes, mtp_bytes);  // one rank holds all of it
+    EXPECT_EQ(p.kv_bytes_per_token * layers, q.kv_bytes_per_token * (layers + 1));
+    EXPECT_LT(p.kv_blocks, q.kv_blocks);  // the same budget holds fewer tokens
+    for (const WeightEntry& e : keep_without.weights.entries)
+        EXPECT_FALSE(e.name.starts_with(prefix)) << e.name << " counted without --speculative mtp";
+
+    const Model plain(golden("goldens/kimi_k2"));
+    cli::RunHeaders keep;
+    try {
+        cli::run_headers(plain.source, with, keep);
+        ADD_FAILURE() << "planned MTP layers of a model without any";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::BadInput);
+        EXPECT_NE(std::string(e.what()).find("num_nextn_predict_layers"), std::string::npos)
+            << e.what();
+    }
 }
 
 // On a GPU: 90% of the card, less weights and reserves, in blocks; ranks sharing a card split

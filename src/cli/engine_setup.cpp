@@ -93,21 +93,27 @@ plan::RunFlags run_flags(const EngineFlags& f) {
     return r;
 }
 
-plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& f) {
+plan::ModelHeaders run_headers(const ModelSource& source, const EngineFlags& f, RunHeaders& keep) {
     plan::ModelHeaders headers = source.headers();
-    ModelConfig with_mtp;
-    if (parse_speculative_method(f.speculative) == SpeculativeMethod::Mtp) {
-        if (source.config.num_nextn_predict_layers < 1)
-            bad_input(
-                "--speculative mtp: {} has no MTP layers (its config.json's "
-                "num_nextn_predict_layers is {}); use --speculative ngram or none",
-                source.config.path, source.config.num_nextn_predict_layers);
-        // The MTP layers' tensors are checked with the others, before any weight is read.
-        with_mtp = source.config;
-        with_mtp.mtp_layers = with_mtp.num_nextn_predict_layers;
-        headers.config = &with_mtp;
-    }
-    return plan::make_run_plan(run_flags(f), headers, plan::probe_machine());
+    if (parse_speculative_method(f.speculative) != SpeculativeMethod::Mtp) return headers;
+    if (source.config.num_nextn_predict_layers < 1)
+        bad_input(
+            "--speculative mtp: {} has no MTP layers (its config.json's num_nextn_predict_layers "
+            "is {}); use --speculative ngram or none",
+            source.config.path, source.config.num_nextn_predict_layers);
+    // The MTP layers' tensors are checked with the others, before any weight is read, and their
+    // weights and latent cache are in the plan's figures.
+    keep.config = source.config;
+    keep.config.mtp_layers = keep.config.num_nextn_predict_layers;
+    keep.weights = source.inventory(keep.config);
+    headers.config = &keep.config;
+    headers.weights = &keep.weights;
+    return headers;
+}
+
+plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& f) {
+    RunHeaders keep;
+    return plan::make_run_plan(run_flags(f), run_headers(source, f, keep), plan::probe_machine());
 }
 
 int64_t gpu_memory_in_use(const plan::RunPlan& p) {

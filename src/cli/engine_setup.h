@@ -47,6 +47,17 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 // --speculative METHOD and --num-speculative-tokens K (bench-model has them without the rest).
 void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens);
 
+// The storage of run_headers' adjusted config and weights.
+struct RunHeaders {
+    ModelConfig config;
+    plan::WeightInventory weights;
+};
+
+// The model's headers as `flags` will run it: with --speculative mtp its MTP layers counted
+// (config and inventory kept in `keep`); bad input when it has none.
+plan::ModelHeaders run_headers(const ModelSource& source, const EngineFlags& flags,
+                               RunHeaders& keep);
+
 // The flags as the run plan takes them (--kv-cache-memory parsed: bad input naming it).
 plan::RunFlags run_flags(const EngineFlags& flags);
 // The run plan of `source` with `flags` on this machine: bad input (exit 2) with the reason and

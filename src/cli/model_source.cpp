@@ -15,6 +15,14 @@ plan::ModelHeaders ModelSource::headers() const {
     return h;
 }
 
+plan::WeightInventory ModelSource::inventory(const ModelConfig& c) const {
+    if (const GgufModel* g = checkpoint->gguf()) return plan::weights_from_gguf(c, *g);
+    std::vector<TensorInfo> tensors;
+    for (const auto& f : checkpoint->files())
+        tensors.insert(tensors.end(), f->tensors().begin(), f->tensors().end());
+    return plan::weights_from_headers(c, tensors);
+}
+
 ModelSource open_model_source(const std::string& dir) {
     ModelSource s;
     s.dir = dir;
@@ -27,10 +35,7 @@ ModelSource open_model_source(const std::string& dir) {
         s.chat_template_file = dir;
         return s;
     }
-    std::vector<TensorInfo> tensors;
-    for (const auto& f : s.checkpoint->files())
-        tensors.insert(tensors.end(), f->tensors().begin(), f->tensors().end());
-    s.weights = plan::weights_from_headers(s.config, tensors);
+    s.weights = s.inventory(s.config);
     const fs::path p(dir);
     for (const char* name : {"tokenizer.json", "tiktoken.model"})
         if (fs::exists(p / name)) {

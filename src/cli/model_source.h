@@ -26,6 +26,9 @@ struct ModelSource {
 
     bool has_tokenizer() const { return !tokenizer_file.empty(); }
     plan::ModelHeaders headers() const;
+    // What the checkpoint's headers weigh for `c` (this model's config as another run would load
+    // it: with its MTP layers, say).
+    plan::WeightInventory inventory(const ModelConfig& c) const;
 };
 
 // Bad input naming the file when the folder is not a model.

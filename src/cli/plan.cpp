@@ -65,8 +65,9 @@ nlohmann::ordered_json run_section(const PlanArgs& a, const PlanModel& m, const 
         machine = plan::probe_machine();
     }
     plan::ModelHeaders h;
+    RunHeaders keep;
     if (source) {
-        h = source->headers();
+        h = run_headers(*source, a.engine, keep);
     } else {
         h.path = m.name;
         h.config = &m.config;

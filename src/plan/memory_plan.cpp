@@ -46,7 +46,8 @@ std::string LayoutFit::label() const {
 }
 
 int64_t kv_bytes_per_token(const ModelConfig& c, DType kv_dtype) {
-    return c.num_hidden_layers * (c.kv_lora_rank + c.qk_rope_head_dim) *
+    // The MTP layers loaded (--speculative mtp) keep a latent cache of the same blocks.
+    return (c.num_hidden_layers + c.mtp_layers) * (c.kv_lora_rank + c.qk_rope_head_dim) *
            static_cast<int64_t>(dtype_size(kv_dtype));
 }
 
