@@ -134,12 +134,8 @@ LoadedEngine load_engine(ModelSource source, const plan::RunPlan& p, const LoadO
     auto tell = [&](const std::string& what) {
         if (lo.phase) lo.phase(what);
     };
+    // A model without MTP layers was refused by the plan (run_headers) and again by WorkerGroup.
     const bool mtp = lo.speculative.method == SpeculativeMethod::Mtp;
-    if (mtp && source.config.num_nextn_predict_layers < 1)  // before any weight is read
-        bad_input(
-            "--speculative mtp: {} has no MTP layers (its config.json's num_nextn_predict_layers "
-            "is {}); use --speculative ngram or none",
-            source.config.path, source.config.num_nextn_predict_layers);
     LoadedEngine m;
     m.source = std::move(source);
     m.plan = p;
