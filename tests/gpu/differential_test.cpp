@@ -49,6 +49,7 @@
 #include "gpu_test_util.h"
 #include "model/model_config.h"
 #include "ops/backend.h"
+#include "route_decision.h"
 
 namespace myriad::testing {
 namespace {
@@ -62,54 +63,6 @@ constexpr double kClearMargin = 1e-2;   // default mode: top-2 logit margin of a
 constexpr double kDefaultShare = 0.05;  // default mode: disagreeing share of the other positions
 
 using json = nlohmann::ordered_json;
-
-// One routing decision recomputed in double: the chosen experts in order, the kept groups, and
-// the gaps at its two boundaries (infinity where there is no boundary).
-struct Decision {
-    std::vector<int> ids;
-    std::vector<char> group_kept;
-    double group_gap = INFINITY;   // topk_group-th best group score − the next one
-    double expert_gap = INFINITY;  // k-th best allowed biased score − the next one
-    std::vector<double> choice;    // sigmoid(logit) + bias of every expert
-};
-
-Decision route_reference(const RouteRecord& r, const float* logits) {
-    Decision d;
-    const int64_t E = r.experts, G = r.n_group, k = r.top_k, per = E / G;
-    d.choice.resize(static_cast<size_t>(E));
-    for (int64_t e = 0; e < E; ++e)
-        d.choice[e] = 1.0 / (1.0 + std::exp(-double(logits[e]))) + double(r.bias[e]);
-    // Stable order: larger first, lower index among equals (torch.topk on ties, the CPU's sort).
-    auto order_by = [](const std::vector<double>& v) {
-        std::vector<int> o(v.size());
-        std::iota(o.begin(), o.end(), 0);
-        std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return v[a] > v[b]; });
-        return o;
-    };
-    std::vector<char> allowed(static_cast<size_t>(E), 1);
-    d.group_kept.assign(static_cast<size_t>(G), 1);
-    if (G > 1) {
-        std::vector<double> gs(static_cast<size_t>(G));
-        for (int64_t g = 0; g < G; ++g) {
-            std::vector<double> in(d.choice.begin() + g * per, d.choice.begin() + (g + 1) * per);
-            std::sort(in.rbegin(), in.rend());
-            gs[g] = in[0] + (per > 1 ? in[1] : 0.0);
-        }
-        const std::vector<int> go = order_by(gs);
-        for (int64_t i = r.topk_group; i < G; ++i) {
-            d.group_kept[go[i]] = 0;
-            for (int64_t e = go[i] * per; e < (go[i] + 1) * per; ++e) allowed[e] = 0;
-        }
-        if (r.topk_group < G) d.group_gap = gs[go[r.topk_group - 1]] - gs[go[r.topk_group]];
-    }
-    std::vector<double> masked(d.choice);
-    for (int64_t e = 0; e < E; ++e)
-        if (!allowed[e]) masked[e] = -INFINITY;
-    const std::vector<int> eo = order_by(masked);
-    d.ids.assign(eo.begin(), eo.begin() + k);
-    if (k < E && std::isfinite(masked[eo[k]])) d.expert_gap = masked[eo[k - 1]] - masked[eo[k]];
-    return d;
-}
 
 std::vector<int> sorted_ids(const int32_t* p, int64_t k) {
     std::vector<int> v(p, p + k);
