@@ -135,7 +135,6 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     wo.device = device;
     wo.sampling = mode;
     wo.tp = run.tp;
-    wo.expert_parallel = run.expert_parallel;
     wo.devices = run.devices;
     m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
     EXPECT_EQ(m.workers->backend_samples(),

@@ -55,8 +55,7 @@ class ReplayDrafter : public Drafter {
 // (WorkerGroup::gathered_bytes).
 struct KindsRun {
     int tp = 1;
-    bool expert_parallel = false;  // whole routed experts per rank (--expert-parallel)
-    std::vector<int> devices;      // the ranks' GPUs (empty: 0, 1, ...)
+    std::vector<int> devices;  // the ranks' GPUs (empty: 0, 1, ...)
     std::string golden = "kimi_k2";
     std::vector<size_t> only;
     bool top_k_everywhere = false;

@@ -75,6 +75,7 @@ for layers in $layers_list; do
         flags="$flags --disk-read-rate $disk_rate"  # serve's load line: the load against dd's rate
         uncache "${shards[@]}"
         log=$OUT/py_kimi_${layers}l_tp${tp}.log
+        MYRIAD_TEST_GPU_MEMORY_UTILIZATION=${MYRIAD_TEST_GPU_MEMORY_UTILIZATION:-0.9} \
         MYRIAD_BINARY=$root/build-gpu/myriad MYRIAD_KIMI_CHECKPOINT=$dir MYRIAD_KIMI_SERVE_FLAGS="$flags" \
             MYRIAD_KIMI_PLAN_FLAGS="" MYRIAD_KIMI_REPORT=$report \
             timeout 360 .gpu-venv/bin/python -m pytest -q -p no:cacheprovider \
