@@ -238,6 +238,43 @@ TEST(Cli, BenchModelPrintsOneRowPerBatchSize) {
     }
 }
 
+// --json-schema: each batch decoded again with every row masked by its matcher (a token the
+// mask forbids stops the run), the cost beside the plain step; the flag's misuses are refused.
+TEST(Cli, BenchModelTimesJsonSchemaConstrainedSteps) {
+    const std::string schema = std::string(MYRIAD_SOURCE_DIR) + "/bench/data/edit_tool_schema.json";
+    const std::string args = "--quiet bench-model " + kShipped +
+                             " --batch 1,2 --prompt-len 8 --decode-steps 24 --threads 2";
+    Result js = run_myriad(args + " --json-schema " + schema + " --json");
+    ASSERT_EQ(js.status, 0) << js.err;
+    auto j = nlohmann::json::parse(js.out);
+    EXPECT_GT(j["json_schema"]["compile_ms"].get<double>(), 0.0);
+    ASSERT_EQ(j["results"].size(), 2u);
+    for (const auto& row : j["results"]) {
+        const auto& c = row["json_schema"];
+        ASSERT_TRUE(c.is_object()) << row.dump();
+        EXPECT_NEAR(c["decode_tok_s"].get<double>() * c["decode_step_ms"].get<double>() / 1000,
+                    row["batch"].get<double>(), 1e-3 * row["batch"].get<double>());
+        EXPECT_GT(c["host_ms_per_step"].get<double>(), 0.0);
+        EXPECT_GT(c["grammar_states"].get<int64_t>(), 1);  // the walk went past the start
+    }
+    Result plain = run_myriad(args + " --json");
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_FALSE(nlohmann::json::parse(plain.out)["results"][0].contains("json_schema"));
+
+    const Result lone = run_myriad(args + " --tokenizer " + kShipped);
+    EXPECT_NE(lone.status, 0);
+    EXPECT_NE(lone.err.find("--tokenizer applies to --json-schema"), std::string::npos) << lone.err;
+    const Result random =
+        run_myriad("--quiet bench-model --random moonlight --json-schema " + schema);
+    EXPECT_NE(random.status, 0);
+    EXPECT_NE(random.err.find("needs --tokenizer"), std::string::npos) << random.err;
+    TempDir d;
+    d.write("bad.json", R"({"type": "object", "properties": {"a": {"type": "frobnicate"}}})");
+    const Result bad = run_myriad(args + " --json-schema " + d.file("bad.json"));
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find(d.file("bad.json")), std::string::npos) << bad.err;
+}
+
 // A folder with the shipped weights (linked) and the given generation_config.json.
 struct ModelCopy {
     explicit ModelCopy(const std::string& generation_config) {

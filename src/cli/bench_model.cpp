@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_constrained.h"
 #include "cli/bench_dataset.h"
 #include "cli/commands.h"
 #include "engine/device_choice.h"
@@ -69,6 +70,8 @@ struct BenchArgs {
     std::string dataset_tokens;  // its tokenizer's ids to use (default: by the model)
     bool force_answers = false;  // force the dataset's answers (always with --random)
     int64_t requests = 0;        // --dataset: its first N records (0: all)
+    std::string json_schema;     // --json-schema FILE: decode again with every row constrained
+    std::string tokenizer;       // --tokenizer DIR: the vocabulary the schema is matched over
 };
 
 // The dataset's tokenizer for this model: --dataset-tokens, else the one of the --random shape's
@@ -323,6 +326,10 @@ nlohmann::ordered_json check_against_cpu(const BenchArgs& a, Device device, int6
     return j;
 }
 
+bool constrained_flag(const BenchArgs& a) {
+    return !a.json_schema.empty();
+}
+
 int run_bench(const BenchArgs& in) {
     BenchArgs a = in;
     const bool random = !a.random.empty();
@@ -338,6 +345,14 @@ int run_bench(const BenchArgs& in) {
         bad_input("--prompt-len and --decode-steps must be at least 1");
     if (a.spec_len < 0 || a.spec_len > 64)
         bad_input("--spec-len {} must be in [0, 64]", a.spec_len);
+    if (!a.tokenizer.empty() && !constrained_flag(a))
+        bad_input("--tokenizer applies to --json-schema only");
+    if (constrained_flag(a) && (dataset || a.spec_len > 0))
+        bad_input("--json-schema times plain decode steps: not with --dataset or --spec-len");
+    if (constrained_flag(a) && random && a.tokenizer.empty())
+        bad_input(
+            "--json-schema with --random needs --tokenizer DIR (a tokenizer folder whose "
+            "vocabulary the schema's masks are made over, e.g. build/tokenizers/deepseek_v3)");
     if (!(a.accept_rate >= 0 && a.accept_rate <= 1))
         bad_input("--accept-rate {} must be in [0, 1]", a.accept_rate);
     if (!random && (a.layers != 0 || a.format != "bf16"))
@@ -371,8 +386,10 @@ int run_bench(const BenchArgs& in) {
     // (plan/run_plan.h), before any weight is built or read; the cache holds exactly the
     // benchmark's sequences.
     const int64_t warm_steps = 3, stat_steps = 2;
+    const bool constrained = !a.json_schema.empty();
     int64_t per_seq = a.prompt_len + warm_steps + a.decode_steps + stat_steps +
-                      (warm_steps + a.decode_steps) * (a.spec_len + 1);
+                      (warm_steps + a.decode_steps) * (a.spec_len + 1) +
+                      (constrained ? warm_steps + a.decode_steps : 0);
     std::vector<CodeEditRecord> records;
     if (dataset) {  // each sequence holds its prompt, its answer and a last draft
         records = load_code_edit_dataset(a.dataset, dataset_tokens(a, name), c.vocab_size);
@@ -471,6 +488,10 @@ int run_bench(const BenchArgs& in) {
         }
         return 0;
     }
+    std::unique_ptr<ConstrainedBatch> cons;
+    if (constrained)
+        cons = std::make_unique<ConstrainedBatch>(
+            a.json_schema, a.tokenizer.empty() ? name : a.tokenizer, c.vocab_size);
     const bool gpu = device == Device::Cuda;
     const double bandwidth = gpu ? cuda_copy_bandwidth(0) : host_copy_bandwidth();
     // One rank alone: the bytes it holds (its shard); else the whole model on the one device.
@@ -613,6 +634,34 @@ int run_bench(const BenchArgs& in) {
             spec_step_s = seconds_since(t2) / double(a.decode_steps);
             spec_tokens_per_step = double(advanced) / double(a.decode_steps * batch);
         }
+        // --json-schema: the same decode steps again, every row constrained; the difference is
+        // the host's masks and matchers plus the masks' trip to the device and their use there.
+        double cons_step_s = 0, cons_host_s = 0;
+        int64_t cons_docs = 0;
+        if (cons) {
+            StepSampling masked;
+            auto decode_constrained = [&] {
+                StepInput st = batch_step(0, batch, 1, past++, wo.kv_block_size, blocks_per_seq,
+                                          rng, c.vocab_size);
+                if (device_tokens) {
+                    cons->fill(masked);
+                    tokens.resize(st.logit_rows.size());
+                    workers.step(st, logits.data(), &masked, tokens.data());
+                } else {
+                    workers.step(st, logits.data());
+                    cons->choose(logits.data(), tokens);
+                }
+                cons->accept(tokens);
+            };
+            cons->reset(batch);
+            for (int64_t i = 0; i < warm_steps; ++i) decode_constrained();
+            cons->reset(batch);
+            auto t3 = Clock::now();
+            for (int64_t i = 0; i < a.decode_steps; ++i) decode_constrained();
+            cons_step_s = seconds_since(t3) / double(a.decode_steps);
+            cons_host_s = cons->host_s() / double(a.decode_steps);
+            cons_docs = cons->documents();
+        }
         results.push_back({{"batch", batch},
                            {"prompt_len", a.prompt_len},
                            {"batch_prefill_tok_s", double(batch * a.prompt_len) / batch_prefill_s},
@@ -641,6 +690,14 @@ int run_bench(const BenchArgs& in) {
                 p[fmt::format("{:g}", project_us[i])] = projected.back()[i];
             results.back()["projected_tok_s_at_collective_us"] = p;
         }
+        if (cons)
+            results.back()["json_schema"] = {{"file", a.json_schema},
+                                             {"decode_step_ms", cons_step_s * 1e3},
+                                             {"decode_tok_s", double(batch) / cons_step_s},
+                                             {"overhead", cons_step_s / step_s - 1.0},
+                                             {"host_ms_per_step", cons_host_s * 1e3},
+                                             {"documents_finished", cons_docs},
+                                             {"grammar_states", cons->states()}};
         if (a.spec_len > 0) {
             const double spec_tps = double(batch) * spec_tokens_per_step / spec_step_s;
             results.back()["spec"] = {{"spec_len", a.spec_len},
@@ -670,6 +727,12 @@ int run_bench(const BenchArgs& in) {
                                   .c_str()
                             : "");
         }
+        if (!a.json && cons)
+            std::printf(
+                "       json schema: step %.3f ms (%+.1f%% against unconstrained; host masks and "
+                "matchers %.3f ms a step), %.1f tok/s, %lld documents finished\n",
+                cons_step_s * 1e3, 100.0 * (cons_step_s / step_s - 1.0), cons_host_s * 1e3,
+                double(batch) / cons_step_s, (long long)cons_docs);
         if (!a.json && a.spec_len > 0) {
             const double spec_tps = double(batch) * spec_tokens_per_step / spec_step_s;
             std::printf(
@@ -688,6 +751,12 @@ int run_bench(const BenchArgs& in) {
     const double floor_bytes =
         roof.dense + roof.embed_row +
         (alone && a.expert_parallel ? k_held : k) * roof.per_expert * double(roof.moe_layers);
+    if (cons && !a.json)
+        std::printf(
+            "json schema %s: compiled in %.2f ms, %.1f us from the cache; %lld grammar "
+            "states after the runs\n",
+            a.json_schema.c_str(), cons->compile_s() * 1e3, cons->cached_compile_s() * 1e6,
+            (long long)cons->states());
     if (a.json) {
         nlohmann::ordered_json out = {{"model", name},
                                       {"tp", a.tp},
@@ -703,6 +772,10 @@ int run_bench(const BenchArgs& in) {
                                       {"batch1_floor_bytes", floor_bytes},
                                       {"check", check},
                                       {"results", results}};
+        if (cons)
+            out["json_schema"] = {{"file", a.json_schema},
+                                  {"compile_ms", cons->compile_s() * 1e3},
+                                  {"cached_compile_us", cons->cached_compile_s() * 1e6}};
         std::printf("%s\n", out.dump(2).c_str());
     } else {
         std::printf(
@@ -774,6 +847,12 @@ Run add_bench_model(CLI::App& app) {
     app.add_option("--requests", a->requests, "--dataset: run its first N records (default: all)");
     app.add_flag("--force-answers", a->force_answers,
                  "--dataset: force the answers on a model folder too (default: it generates)");
+    app.add_option("--json-schema", a->json_schema,
+                   "decode each batch again with every sequence constrained to this JSON schema "
+                   "(structured output), to time the masks' cost");
+    app.add_option("--tokenizer", a->tokenizer,
+                   "--json-schema: the tokenizer folder the masks are made over (default: the "
+                   "model's; needed with --random)");
     app.add_option("--tp", a->tp, "tensor-parallel ranks (default 1)");
     app.add_flag("--expert-parallel", a->expert_parallel, "whole routed experts per rank");
     app.add_option("--rank", a->rank,
