@@ -409,6 +409,28 @@ def test_chat_and_streaming_agree(server):
     assert usage.completion_tokens == r.usage.completion_tokens
 
 
+def test_repeated_greedy_requests_agree(server):
+    """The same greedy request three times (the repeats served from the prefix cache, as the
+    streaming test's second request is) gives the same tokens; where two runs part, the message
+    shows each run's top choices there, so a near-tie is told from a wrong sum."""
+    prompt = [{"role": "user", "content": "Name three rivers of Europe and their seas."}]
+    kw = dict(messages=prompt, temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
+              extra_body=NO_THINKING)
+    runs = []
+    for _ in range(3):
+        content = chat(server, **kw).choices[0].logprobs.content
+        runs.append([(t.token, [(a.token, round(a.logprob, 5)) for a in t.top_logprobs])
+                     for t in content])
+    first = runs[0][0][1]
+    report(f"kimi layout: {' '.join(SERVE_FLAGS) or '(CPU)'}: first token's top 3 {first} "
+           f"(margin {first[0][1] - first[1][1]:.5f})")
+    for k, run in enumerate(runs[1:], 1):
+        part = next((i for i, (a, b) in enumerate(zip(runs[0], run)) if a[0] != b[0]), None)
+        assert part is None and len(run) == len(runs[0]), (
+            f"run {k} parts from run 0 at token {part}: run 0 top {runs[0][part][1]}, "
+            f"run {k} top {run[part][1]}" if part is not None else f"lengths differ")
+
+
 @pytest.mark.parametrize("p", PROMPTS, ids=[p["id"] for p in PROMPTS])
 def test_typescript_declarations_rendered_by_the_checkpoints_template(server, p):
     body = {"messages": json.loads(p["messages"]), "tools": json.loads(p["tools"])}
