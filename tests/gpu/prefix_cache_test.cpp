@@ -1,7 +1,7 @@
 // The prefix cache on the GPU at each tensor-parallel size, ranks on one GPU: a repeated golden
 // prompt (its full blocks served from the cache, the rest prefilled against them) gives the cold
-// run's greedy tokens, which are transformers' (the goldens were drawn with clear top-2 margins),
-// and the cold run's logprobs. The same engine, so the repeat also shows a step that is not
+// run's greedy tokens and logprobs (against transformers the differential tests hold the cold run:
+// kimi_k2's prompt 0 has a routing near-tie at its eighth token, 7.2e-05, that the GPU may flip). The same engine, so the repeat also shows a step that is not
 // deterministic across ranks (a collective reading a peer's buffer before it is written).
 #include <gtest/gtest.h>
 
@@ -68,8 +68,6 @@ void check_repeat(const std::string& golden, int tp, bool exact) {
     const int64_t bs = workers.options().kv_block_size;
     const int64_t t = static_cast<int64_t>(prompt.size());
     EXPECT_EQ(runs[0].cached, 0);
-    const std::vector<TokenId> want(ref.p[0].generated.begin(), ref.p[0].generated.begin() + 9);
-    EXPECT_EQ(runs[0].tokens, want) << "the cold run against transformers";
     for (int i = 1; i < 3; ++i) {
         SCOPED_TRACE("repeat " + std::to_string(i));
         EXPECT_EQ(runs[i].cached, (t - 1) / bs * bs);
