@@ -1,8 +1,9 @@
 // The prefix cache on the GPU at each tensor-parallel size, ranks on one GPU: a repeated golden
 // prompt (its full blocks served from the cache, the rest prefilled against them) gives the cold
 // run's greedy tokens and logprobs (against transformers the differential tests hold the cold run:
-// kimi_k2's prompt 0 has a routing near-tie at its eighth token, 7.2e-05, that the GPU may flip). The same engine, so the repeat also shows a step that is not
-// deterministic across ranks (a collective reading a peer's buffer before it is written).
+// kimi_k2's prompt 0 has a routing near-tie at its eighth token, 7.2e-05, that the GPU may flip).
+// The same engine, so the repeat also shows a step that is not deterministic across ranks (a
+// collective reading a peer's buffer before it is written).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,8 +83,8 @@ void check_repeat(const std::string& golden, int tp, bool exact) {
 }
 
 TEST(GpuPrefixCache, RepeatedPromptGivesTheColdRunAtEachTpOnOneGpu) {
-    const std::vector<std::pair<std::string, std::vector<int>>> cases = {
-        {"kimi_k2", {1, 2}}, {"tp8_bf16", {1, 2, 8}}};
+    const std::vector<std::pair<std::string, std::vector<int>>> cases = {{"kimi_k2", {1, 2}},
+                                                                         {"tp8_bf16", {1, 2, 8}}};
     for (const auto& [golden, tps] : cases)
         for (int tp : tps)
             for (bool exact : {true, false}) check_repeat(golden, tp, exact);
