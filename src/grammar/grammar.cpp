@@ -308,7 +308,7 @@ size_t Grammar::memory_bytes() const {
     size_t n = elems_.size() * sizeof(Element) + sets_.size() * sizeof(ByteSet) +
                suffix_min_.size() * sizeof(uint64_t) + nodes_.size() * sizeof(Node) * 3 +
                table_.size() * sizeof(uint32_t) + cost_.size() * sizeof(uint64_t) +
-               state_cost_.size() * sizeof(uint64_t) + mask_bytes_;
+               state_cost_.size() * sizeof(uint64_t) + mask_bytes_ + budget_mask_bytes_;
     for (const auto& a : alts_) n += a.size() * sizeof(uint32_t) + sizeof(a);
     for (const auto& st : states_) n += st.size() * sizeof(uint32_t) * 3 + sizeof(st);
     return n;
@@ -349,6 +349,28 @@ void Grammar::store_mask(uint64_t vocab_uid, StateId state, CachedMask mask) con
         mask_bytes_ = bytes;
     }
     masks_[(vocab_uid << 32) ^ state] = std::move(mask);
+}
+
+const std::vector<uint32_t>* Grammar::cached_budget_mask(uint64_t vocab_uid, StateId state,
+                                                         uint64_t budget) const {
+    auto it = budget_masks_.find({vocab_uid, state, budget});
+    return it == budget_masks_.end() ? nullptr : &it->second;
+}
+
+void Grammar::store_budget_mask(uint64_t vocab_uid, StateId state, uint64_t budget,
+                                std::vector<uint32_t> words) const {
+    const size_t bytes = words.size() * sizeof(uint32_t) + 64;
+    budget_mask_bytes_ += bytes;
+    if (budget_mask_bytes_ > kMaxMaskBytes) {
+        budget_masks_.clear();
+        budget_mask_bytes_ = bytes;
+    }
+    budget_masks_[{vocab_uid, state, budget}] = std::move(words);
+}
+
+size_t Grammar::budget_masks_cached() const {
+    std::lock_guard lock(mutex_);
+    return budget_masks_.size();
 }
 
 }  // namespace myriad::grammar

@@ -5,10 +5,12 @@
 
 #include <bitset>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -82,6 +84,14 @@ class Grammar {
     };
     const CachedMask* cached_mask(uint64_t vocab_uid, StateId state) const;
     void store_mask(uint64_t vocab_uid, StateId state, CachedMask mask) const;
+    // The same for a state's mask under a budget below its max_after (near max_tokens, where
+    // every sequence of a batch would otherwise walk the vocabulary each step), in a map of its
+    // own, so that budgets never push the plain masks out. Callers hold mutex().
+    const std::vector<uint32_t>* cached_budget_mask(uint64_t vocab_uid, StateId state,
+                                                    uint64_t budget) const;
+    void store_budget_mask(uint64_t vocab_uid, StateId state, uint64_t budget,
+                           std::vector<uint32_t> words) const;
+    size_t budget_masks_cached() const;
 
   private:
     struct Node {
@@ -114,6 +124,8 @@ class Grammar {
     mutable std::vector<uint64_t> state_cost_;  // per state, kUnknown-filled lazily
     mutable std::unordered_map<uint64_t, CachedMask> masks_;
     mutable size_t mask_bytes_ = 0;
+    mutable std::map<std::tuple<uint64_t, StateId, uint64_t>, std::vector<uint32_t>> budget_masks_;
+    mutable size_t budget_mask_bytes_ = 0;
 };
 
 }  // namespace myriad::grammar

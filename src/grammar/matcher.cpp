@@ -1,4 +1,5 @@
-// fill_mask: a cached mask per (state, vocabulary) when there is one (a copy, microseconds);
+// fill_mask: a cached mask per (state, vocabulary), or per (state, vocabulary, budget) under a
+// budget that cuts it, when there is one (a copy, microseconds);
 // otherwise one preorder walk of the vocabulary trie, where each node costs one lookup in the
 // grammar's transition table and a rejected byte skips the node's whole subtree.
 #include "grammar/matcher.h"
@@ -83,11 +84,19 @@ void Matcher::fill_mask(std::span<uint32_t> mask, uint64_t budget) {
         grammar_->store_mask(vocab_->uid(), s, std::move(fresh));
         cached = grammar_->cached_mask(vocab_->uid(), s);
     }
-    if (cached->max_after > budget) {  // some token would leave too much to finish: walk again
+    if (cached->max_after > budget) {  // some token would leave too much to finish
+        if (const std::vector<uint32_t>* b =
+                grammar_->cached_budget_mask(vocab_->uid(), s, budget)) {
+            std::memcpy(mask.data(), b->data(), words * sizeof(uint32_t));
+            return;
+        }
         walk(s, mask, budget);
         bool any = false;
         for (size_t w = 0; w < words && !any; ++w) any = mask[w] != 0;
-        if (any) return;
+        if (!any) std::memcpy(mask.data(), cached->words.data(), words * sizeof(uint32_t));
+        grammar_->store_budget_mask(vocab_->uid(), s, budget,
+                                    std::vector<uint32_t>(mask.begin(), mask.begin() + words));
+        return;
     }
     std::memcpy(mask.data(), cached->words.data(), words * sizeof(uint32_t));
 }

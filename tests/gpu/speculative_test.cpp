@@ -181,10 +181,11 @@ TEST_P(GpuSpeculativeGraphs, VerificationStepsReplayGraphs) {
                 (long long)g.stats.spec_draft_tokens);
     EXPECT_GT(g.stats.spec_draft_tokens, 0);
     // Replays where graphs are on (gpu_run.sh's second pass sets graphs=0: op by op throughout).
-    if (test_kernel_choices().graphs)
+    if (test_kernel_choices().graphs) {
         EXPECT_GT(replays, 0);
-    else
+    } else {
         EXPECT_EQ(replays, 0);
+    }
     ASSERT_EQ(g.tokens[0].size(), plain.tokens[0].size());
     for (size_t j = 0; j < plain.tokens[0].size(); ++j) {
         if (plain.margins[0][j] < 1e-2f) break;  // a near-tie: may go either way

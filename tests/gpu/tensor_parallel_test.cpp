@@ -161,11 +161,12 @@ void check_layout_on_one_gpu(const std::string& dir, int tp, bool ep) {
         // its collectives recorded in it.
         const int64_t replays = cuda::graph_replays_total();
         compare_run(sequence_logits(*many->workers, dec, past, 1), want, vocab, "decode", t);
-        if (test_kernel_choices().graphs)  // gpu_run.sh's second pass runs with graphs=0
+        if (test_kernel_choices().graphs) {  // gpu_run.sh's second pass runs with graphs=0
             EXPECT_GE(cuda::graph_replays_total() - replays, tp)
                 << "the decode steps at TP " << tp << " did not replay graphs";
-        else
+        } else {
             EXPECT_EQ(cuda::graph_replays_total(), replays) << "graphs=0, yet a graph replayed";
+        }
     }
     const StepInput st = mixed_step(prompt, dec, one->workers->options().kv_block_size);
     std::vector<float> want(2 * vocab), got(2 * vocab);

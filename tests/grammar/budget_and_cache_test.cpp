@@ -47,33 +47,42 @@ std::vector<uint32_t> by_definition(Matcher& m, const Vocabulary& v, uint64_t bu
 TEST(GrammarBudget, MaskUnderABudgetMatchesItsDefinition) {
     auto v = vocab();
     auto g = compile_json_schema_text(kSchema);
-    std::mt19937_64 rng(3);
     int restricted = 0;
-    for (int walk = 0; walk < 20; ++walk) {
-        Matcher m(g, v);
-        std::vector<uint32_t> mask(v->mask_words());
-        for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
-            const uint64_t budget = rng() % 80;
-            m.fill_mask(mask, budget);
-            std::vector<uint32_t> want = by_definition(m, *v, budget);
-            bool any = false;
-            for (uint32_t w : want) any = any || w != 0;
-            if (!any) {  // nothing fits: the plain mask
-                want = by_definition(m, *v, Matcher::kNoBudget);
-            } else {
-                std::vector<uint32_t> plain(v->mask_words());
-                m.fill_mask(plain);
-                if (plain != want) ++restricted;
+    // The second pass repeats the first's walks: its budget masks come from the grammar's cache
+    // (per state and budget), and must still be the definition's.
+    for (int pass = 0; pass < 2; ++pass) {
+        SCOPED_TRACE(pass == 0 ? "walked" : "from the cache");
+        std::mt19937_64 rng(3);
+        for (int walk = 0; walk < 20; ++walk) {
+            Matcher m(g, v);
+            std::vector<uint32_t> mask(v->mask_words());
+            for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
+                const uint64_t budget = rng() % 80;
+                m.fill_mask(mask, budget);
+                std::vector<uint32_t> want = by_definition(m, *v, budget);
+                bool any = false;
+                for (uint32_t w : want) any = any || w != 0;
+                if (!any) {  // nothing fits: the plain mask
+                    want = by_definition(m, *v, Matcher::kNoBudget);
+                } else {
+                    std::vector<uint32_t> plain(v->mask_words());
+                    m.fill_mask(plain);
+                    if (plain != want) ++restricted;
+                }
+                ASSERT_EQ(mask, want)
+                    << "walk " << walk << " step " << step << " budget " << budget;
+                std::vector<TokenId> allowed;
+                for (size_t t = 0; t < v->size(); ++t)
+                    if (mask[t >> 5] >> (t & 31) & 1) allowed.push_back(TokenId(t));
+                ASSERT_FALSE(allowed.empty());
+                ASSERT_TRUE(m.accept_token(allowed[rng() % allowed.size()]));
             }
-            ASSERT_EQ(mask, want) << "walk " << walk << " step " << step << " budget " << budget;
-            std::vector<TokenId> allowed;
-            for (size_t t = 0; t < v->size(); ++t)
-                if (mask[t >> 5] >> (t & 31) & 1) allowed.push_back(TokenId(t));
-            ASSERT_FALSE(allowed.empty());
-            ASSERT_TRUE(m.accept_token(allowed[rng() % allowed.size()]));
+        }
+        if (pass == 0) {
+            EXPECT_GT(g->budget_masks_cached(), 0u);
         }
     }
-    EXPECT_GT(restricted, 20);  // the budget really cut masks
+    EXPECT_GT(restricted, 40);  // the budget really cut masks (20 and more a pass)
 }
 
 // A walk that always takes the longest allowed token (the worst case for finishing), given
