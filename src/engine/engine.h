@@ -103,6 +103,7 @@ class Engine {
     BlockManager blocks_;
     Scheduler scheduler_;
     std::shared_ptr<Drafter> drafter_;  // null: no speculation
+    std::vector<int64_t> hidden_layers_;  // the drafter's (Drafter::hidden_layers)
     StepResults results_;
 
     std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_
