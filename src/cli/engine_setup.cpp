@@ -73,8 +73,9 @@ SpeculativeConfig speculative_config(const std::string& method, int64_t num_toke
     c.num_speculative_tokens = num_tokens;
     if (c.method == SpeculativeMethod::Eagle3) {
         if (draft_model.empty())
-            bad_input("--speculative eagle3 needs --draft-model DIR (an EAGLE3 draft checkpoint "
-                      "folder made for this model)");
+            bad_input(
+                "--speculative eagle3 needs --draft-model DIR (an EAGLE3 draft checkpoint "
+                "folder made for this model)");
         read_eagle3_config(draft_model);  // its mistakes before the target loads
     } else if (!draft_model.empty()) {
         bad_input("--draft-model {} is for --speculative eagle3 (--speculative is {})", draft_model,

@@ -6,8 +6,8 @@
 //
 // Drafts come in a batch so a model-based drafter (the checkpoint's MTP layers: mtp_drafter.h; an
 // EAGLE3 draft checkpoint: eagle3_drafter.h) can run forward passes of its own; the prompt-lookup
-// drafter (ngram_drafter.h) needs none. Every drafter's draft is one token per position, chosen without
-// sampling (a point mass): the post-step update's sample-and-compare then keeps sampling's
+// drafter (ngram_drafter.h) needs none. Every drafter's draft is one token per position, chosen
+// without sampling (a point mass): the post-step update's sample-and-compare then keeps sampling's
 // distribution exact (step_update.h).
 #pragma once
 

@@ -19,8 +19,9 @@ constexpr uint64_t kForgetAfterSteps = 1024;
 
 Eagle3Drafter::Eagle3Drafter(WorkerGroup& workers, const std::string& dir) : workers_(workers) {
     if (dir.empty())
-        bad_input("--speculative eagle3 needs --draft-model DIR (an EAGLE3 draft checkpoint "
-                  "folder made for this model)");
+        bad_input(
+            "--speculative eagle3 needs --draft-model DIR (an EAGLE3 draft checkpoint "
+            "folder made for this model)");
     const ModelConfig& target = workers_.config();
     Eagle3Config config = read_eagle3_config(dir);
     check_eagle3_target(config, target);
@@ -33,11 +34,13 @@ Eagle3Drafter::Eagle3Drafter(WorkerGroup& workers, const std::string& dir) : wor
     const std::string embed = text_model_prefix(target, tc) + "model.embed_tokens.weight";
     std::optional<TensorView> target_embed;
     if (!tc.gguf() && tc.synthetic_seed() == 0 && tc.has(embed)) target_embed = tc.get(embed);
-    Eagle3Weights w = load_eagle3_weights(config, checkpoint_, target_embed ? &*target_embed : nullptr);
+    Eagle3Weights w =
+        load_eagle3_weights(config, checkpoint_, target_embed ? &*target_embed : nullptr);
     if (w.num_aux != static_cast<int64_t>(aux_layers_.size()))
-        bad_input("{}: tensor fc.weight takes {} hidden states of the target, but {} names {} "
-                  "layers (eagle_aux_hidden_state_layer_ids, default 2, L/2, L-3)",
-                  dir, w.num_aux, config.file, aux_layers_.size());
+        bad_input(
+            "{}: tensor fc.weight takes {} hidden states of the target, but {} names {} "
+            "layers (eagle_aux_hidden_state_layer_ids, default 2, L/2, L-3)",
+            dir, w.num_aux, config.file, aux_layers_.size());
     draft_ = std::make_unique<Eagle3Draft>(std::move(config), std::move(w));
 }
 
@@ -114,8 +117,8 @@ void Eagle3Drafter::propose(const std::vector<Sequence*>& seqs) {
         for (int64_t j = 1; j < seq->draft_limit; ++j) {
             const int64_t pos = n - 2 + j;
             if (pos > st->second.cache.length) break;
-            draft_->forward(st->second.cache, pos, {seq->draft.back()}, h.data(), false,
-                            out.data(), 0, logits_.data());
+            draft_->forward(st->second.cache, pos, {seq->draft.back()}, h.data(), false, out.data(),
+                            0, logits_.data());
             seq->draft.push_back(pick(logits_.data()));
             h = out;
         }

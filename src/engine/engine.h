@@ -102,7 +102,7 @@ class Engine {
     int64_t max_model_len_;
     BlockManager blocks_;
     Scheduler scheduler_;
-    std::shared_ptr<Drafter> drafter_;  // null: no speculation
+    std::shared_ptr<Drafter> drafter_;    // null: no speculation
     std::vector<int64_t> hidden_layers_;  // the drafter's (Drafter::hidden_layers)
     StepResults results_;
 

@@ -71,9 +71,8 @@ Eagle3Config read_eagle3_config(const std::string& dir) {
     c.num_attention_heads = f.positive_integer("num_attention_heads");
     c.num_key_value_heads = f.opt_integer("num_key_value_heads").value_or(c.num_attention_heads);
     if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
-        f.fail("num_key_value_heads",
-               fmt::format("is {}; it must divide num_attention_heads ({})", c.num_key_value_heads,
-                           c.num_attention_heads));
+        f.fail("num_key_value_heads", fmt::format("is {}; it must divide num_attention_heads ({})",
+                                                  c.num_key_value_heads, c.num_attention_heads));
     if (f.has("head_dim")) {
         c.head_dim = f.positive_integer("head_dim");
     } else {
@@ -132,14 +131,16 @@ std::vector<int64_t> eagle3_aux_layers(const Eagle3Config& c, int64_t target_lay
 
 void check_eagle3_target(const Eagle3Config& c, const ModelConfig& t) {
     if (c.vocab_size != t.vocab_size)
-        bad_input("{}: field vocab_size is {}, the target {} has {} tokens; use the draft made for "
-                  "this model",
-                  c.file, c.vocab_size, t.path, t.vocab_size);
+        bad_input(
+            "{}: field vocab_size is {}, the target {} has {} tokens; use the draft made for "
+            "this model",
+            c.file, c.vocab_size, t.path, t.vocab_size);
     if (c.target_hidden_size != t.hidden_size)
-        bad_input("{}: field {} is {}, the target {} has hidden_size {}; use the draft made for "
-                  "this model",
-                  c.file, c.target_hidden_size == c.hidden_size ? "hidden_size" : "target_hidden_size",
-                  c.target_hidden_size, t.path, t.hidden_size);
+        bad_input(
+            "{}: field {} is {}, the target {} has hidden_size {}; use the draft made for "
+            "this model",
+            c.file, c.target_hidden_size == c.hidden_size ? "hidden_size" : "target_hidden_size",
+            c.target_hidden_size, t.path, t.hidden_size);
 }
 
 Eagle3RopeTable eagle3_rope_table(const Eagle3Config& c) {
@@ -173,8 +174,7 @@ Eagle3RopeTable eagle3_rope_table(const Eagle3Config& c) {
         double high = std::min(std::ceil(correction_dim(c.beta_slow)), dim - 1);
         if (low == high) high += 0.001;
         for (int64_t i = 0; i < half; ++i) {
-            const double ramp =
-                std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+            const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
             const double extrapolation = 1 - ramp;
             double& v = f[static_cast<size_t>(i)];
             v = v / c.rope_factor * (1 - extrapolation) + v * extrapolation;

@@ -56,9 +56,10 @@ Eagle3Weights load_eagle3_weights(const Eagle3Config& c, const Checkpoint& ckpt,
     const TensorView fc = ckpt.get(stored_name(ckpt, "fc.weight"));
     if (fc.shape().size() != 2 || fc.shape()[0] != H || fc.shape()[1] % c.target_hidden_size != 0 ||
         fc.shape()[1] < c.target_hidden_size)
-        bad_input("{}: tensor {} has shape {}, expected [{}, n x {}] (hidden_size, aux hidden "
-                  "states x the target's hidden_size)",
-                  *fc.file, fc.name(), fc.shape_str(), H, c.target_hidden_size);
+        bad_input(
+            "{}: tensor {} has shape {}, expected [{}, n x {}] (hidden_size, aux hidden "
+            "states x the target's hidden_size)",
+            *fc.file, fc.name(), fc.shape_str(), H, c.target_hidden_size);
     w.num_aux = fc.shape()[1] / c.target_hidden_size;
     w.fc = matrix(ckpt, "fc.weight", H, w.num_aux * c.target_hidden_size);
     const std::string p = "midlayer.";
@@ -79,16 +80,18 @@ Eagle3Weights load_eagle3_weights(const Eagle3Config& c, const Checkpoint& ckpt,
         w.own_embed = true;
     } else {
         if (!target_embed)
-            bad_input("{}: the draft has no embed_tokens.weight and the target's embedding cannot "
-                      "be shared (the target is not a safetensors checkpoint); use a draft with "
-                      "its own embed_tokens",
-                      c.path);
+            bad_input(
+                "{}: the draft has no embed_tokens.weight and the target's embedding cannot "
+                "be shared (the target is not a safetensors checkpoint); use a draft with "
+                "its own embed_tokens",
+                c.path);
         const TensorView& e = *target_embed;
         if (e.shape() != std::vector<int64_t>{c.vocab_size, H} ||
             (e.dtype() != DType::F32 && e.dtype() != DType::BF16 && e.dtype() != DType::F16))
-            bad_input("{}: the draft has no embed_tokens.weight, and the target's {} ({} {}) cannot "
-                      "stand in for it: expected [{}, {}] in F32, BF16 or F16",
-                      c.path, e.name(), dtype_name(e.dtype()), e.shape_str(), c.vocab_size, H);
+            bad_input(
+                "{}: the draft has no embed_tokens.weight, and the target's {} ({} {}) cannot "
+                "stand in for it: expected [{}, {}] in F32, BF16 or F16",
+                c.path, e.name(), dtype_name(e.dtype()), e.shape_str(), c.vocab_size, H);
         w.embed = view(e);
     }
     // d2t: target id = draft id + d2t[draft id]; a draft over the whole vocabulary may omit it.
@@ -112,9 +115,10 @@ Eagle3Weights load_eagle3_weights(const Eagle3Config& c, const Checkpoint& ckpt,
             w.draft_to_target[static_cast<size_t>(i)] = static_cast<int32_t>(id);
         }
     } else if (c.draft_vocab_size != c.vocab_size) {
-        bad_input("{}: tensor d2t is missing: draft_vocab_size {} is below vocab_size {}, so the "
-                  "draft's ids need d2t to map them to the target's",
-                  c.path, c.draft_vocab_size, c.vocab_size);
+        bad_input(
+            "{}: tensor d2t is missing: draft_vocab_size {} is below vocab_size {}, so the "
+            "draft's ids need d2t to map them to the target's",
+            c.path, c.draft_vocab_size, c.vocab_size);
     } else {
         for (int64_t i = 0; i < c.draft_vocab_size; ++i)
             w.draft_to_target[static_cast<size_t>(i)] = static_cast<int32_t>(i);

@@ -27,12 +27,12 @@ struct HostMatrix {
 struct Eagle3Weights {
     HostMatrix fc;  // [hidden, n_aux * target_hidden]
     std::vector<float> input_norm, hidden_norm, post_attention_norm, final_norm;  // [hidden]
-    HostMatrix q, k, v;     // [heads * head_dim | kv_heads * head_dim, 2 * hidden]
-    HostMatrix o;           // [hidden, heads * head_dim]
-    HostMatrix gate, up;    // [intermediate, hidden]
-    HostMatrix down;        // [hidden, intermediate]
-    HostMatrix lm_head;     // [draft_vocab, hidden]
-    HostMatrix embed;       // [vocab, hidden]: the draft's own, or the target's
+    HostMatrix q, k, v;   // [heads * head_dim | kv_heads * head_dim, 2 * hidden]
+    HostMatrix o;         // [hidden, heads * head_dim]
+    HostMatrix gate, up;  // [intermediate, hidden]
+    HostMatrix down;      // [hidden, intermediate]
+    HostMatrix lm_head;   // [draft_vocab, hidden]
+    HostMatrix embed;     // [vocab, hidden]: the draft's own, or the target's
     bool own_embed = false;
     std::vector<int32_t> draft_to_target;  // [draft_vocab]: each draft id's target id
     int64_t num_aux = 0;                   // hidden states fc concatenates (fc's columns / width)
