@@ -35,7 +35,7 @@ struct EngineConfig {
     bool prefix_caching = true;
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
     SamplingDefaults defaults;
-    SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens
+    SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens, --draft-model
     // A drafter of the caller's instead of speculative.method's (tests; num_speculative_tokens
     // still bounds its drafts).
     std::shared_ptr<Drafter> drafter;
