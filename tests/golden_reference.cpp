@@ -56,6 +56,22 @@ MtpReference load_mtp_reference() {
     return r;
 }
 
+std::string eagle3_golden_dir(const std::string& name) {
+    return std::string(MYRIAD_GOLDENS_ROOT) + "/goldens_eagle3/" + name;
+}
+
+Eagle3Reference load_eagle3_reference(const std::string& name) {
+    SafetensorsFile f(eagle3_golden_dir(name) + "/reference.safetensors");
+    Eagle3Reference r;
+    r.prompt = read_ints(f, "prompt_ids");
+    r.g0 = read_ints(f, "g0").at(0);
+    r.chain = read_ints(f, "chain_ids");
+    r.aux = read_floats(f, "aux_hidden");
+    r.logits = read_floats(f, "logits");
+    r.chain_logits = read_floats(f, "chain_logits");
+    return r;
+}
+
 GoldenReference load_reference_in(const std::string& dir) {
     SafetensorsFile f(dir + "/reference.safetensors");
     GoldenReference r;

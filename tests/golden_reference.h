@@ -32,6 +32,18 @@ struct MtpReference {
 std::string mtp_golden_dir();
 MtpReference load_mtp_reference();
 
+// An EAGLE3 golden (tests/goldens_eagle3/NAME, tools/make_eagle3_golden.py): a draft for the
+// moonlight_plain target, a prompt, the target's greedy g0 and aux hidden states ([T, 3 x hidden],
+// the draft's order), the draft's logits of row p = (aux[p], token p + 1; g0 after the last) over
+// its own vocabulary, and the chain (target ids) drafted from the last row.
+struct Eagle3Reference {
+    std::vector<int32_t> prompt, chain;
+    int32_t g0 = 0;
+    std::vector<float> aux, logits, chain_logits;  // [T, 3H], [T, Vd], [chain - 1, Vd]
+};
+std::string eagle3_golden_dir(const std::string& name);
+Eagle3Reference load_eagle3_reference(const std::string& name);
+
 // The six golden models.
 extern const char* const kGoldenModels[6];
 

@@ -143,7 +143,8 @@ int run_chat(ChatArgs& a) {
     flags.max_num_seqs = 1;
     const plan::RunPlan run = plan_run(source, flags);
     LoadOptions lo;
-    lo.speculative = speculative_config(flags.speculative, flags.num_speculative_tokens);
+    lo.speculative =
+        speculative_config(flags.speculative, flags.num_speculative_tokens, flags.draft_model);
     LoadedEngine model = load_engine(std::move(source), run, lo);
     Engine& engine = *model.engine;
     engine.start();

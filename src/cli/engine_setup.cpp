@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/eagle3_config.h"
 #include "model/kv_cache.h"
 #include "ops/backend.h"
 #include "plan/gpu_spec.h"
@@ -45,25 +46,42 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("--kv-cache-memory", f.kv_cache_memory,
                    "on the CPU: the KV cache's size, split over the ranks, e.g. 4GiB, 512MiB "
                    "(default 4GiB)");
-    add_speculative_flags(app, f.speculative, f.num_speculative_tokens);
+    add_speculative_flags(app, f.speculative, f.num_speculative_tokens, f.draft_model);
 }
 
-void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens) {
+void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens,
+                           std::string& draft_model) {
     app.add_option("--speculative", method,
                    "speculative decoding: none (default), ngram (drafts from the sequence's own "
-                   "earlier tokens: prompt lookup) or mtp (the checkpoint's MTP layers, "
-                   "num_nextn_predict_layers: DeepSeek-V3/R1); greedy output is unchanged token "
-                   "for token, sampling's distribution too");
+                   "earlier tokens: prompt lookup), mtp (the checkpoint's MTP layers, "
+                   "num_nextn_predict_layers: DeepSeek-V3/R1) or eagle3 (an EAGLE3 draft "
+                   "checkpoint, --draft-model); greedy output is unchanged token for token, "
+                   "sampling's distribution too");
     app.add_option("--num-speculative-tokens", num_tokens,
                    "the longest draft a step verifies (default 3; it adapts to the acceptance)");
+    app.add_option("--draft-model", draft_model,
+                   "--speculative eagle3: the EAGLE3 draft checkpoint folder made for this model "
+                   "(config.json of LlamaForCausalLMEagle3 and its safetensors)");
 }
 
-SpeculativeConfig speculative_config(const std::string& method, int64_t num_tokens) {
+SpeculativeConfig speculative_config(const std::string& method, int64_t num_tokens,
+                                     const std::string& draft_model) {
     SpeculativeConfig c;
     c.method = parse_speculative_method(method);
     if (num_tokens < 1 || num_tokens > 64)
         bad_input("--num-speculative-tokens {} must be in [1, 64]", num_tokens);
     c.num_speculative_tokens = num_tokens;
+    if (c.method == SpeculativeMethod::Eagle3) {
+        if (draft_model.empty())
+            bad_input(
+                "--speculative eagle3 needs --draft-model DIR (an EAGLE3 draft checkpoint "
+                "folder made for this model)");
+        read_eagle3_config(draft_model);  // its mistakes before the target loads
+    } else if (!draft_model.empty()) {
+        bad_input("--draft-model {} is for --speculative eagle3 (--speculative is {})", draft_model,
+                  method);
+    }
+    c.draft_model = draft_model;
     return c;
 }
 
@@ -71,7 +89,7 @@ void check_engine_flags(const EngineFlags& f) {
     resolve_device(f.device, f.tp, nullptr, f.devices);  // exits 2 naming the flag if it cannot
     parse_kv_cache_dtype(f.kv_cache_dtype, "--kv-cache-dtype");
     plan::check_run_flags(run_flags(f));
-    speculative_config(f.speculative, f.num_speculative_tokens);
+    speculative_config(f.speculative, f.num_speculative_tokens, f.draft_model);
 }
 
 plan::RunFlags run_flags(const EngineFlags& f) {

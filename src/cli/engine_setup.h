@@ -30,8 +30,9 @@ struct EngineFlags {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t naive_context_tokens = kNaiveContextTokens;
-    std::string speculative = "none";    // --speculative: none, ngram or mtp
+    std::string speculative = "none";    // --speculative: none, ngram, mtp or eagle3
     int64_t num_speculative_tokens = 3;  // --num-speculative-tokens
+    std::string draft_model;             // --draft-model DIR (eagle3)
     // The run plan's memory and context flags (vLLM's names).
     int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
     double gpu_memory_utilization = plan::kDefaultGpuMemoryUtilization;
@@ -41,11 +42,13 @@ struct EngineFlags {
 
 // Registers --tp, --expert-parallel, --devices, --device, --threads, --kv-cache-dtype,
 // --max-num-seqs, --max-num-batched-tokens, --naive-context-tokens, --max-model-len,
-// --gpu-memory-utilization, --kv-cache-memory, --speculative, --num-speculative-tokens.
+// --gpu-memory-utilization, --kv-cache-memory, --speculative, --num-speculative-tokens,
+// --draft-model.
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 
-// --speculative METHOD and --num-speculative-tokens K (bench-model has them without the rest).
-void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens);
+// --speculative METHOD, --num-speculative-tokens K and --draft-model DIR.
+void add_speculative_flags(CLI::App& app, std::string& method, int64_t& num_tokens,
+                           std::string& draft_model);
 
 // The storage of run_headers' adjusted config and weights.
 struct RunHeaders {
@@ -67,8 +70,11 @@ plan::RunPlan plan_run(const ModelSource& source, const EngineFlags& flags);
 // Exits 2 naming the flag when --device or --kv-cache-dtype asks for what this build cannot do.
 void check_engine_flags(const EngineFlags& flags);
 
-// --speculative and --num-speculative-tokens as the engine takes them (bad input names the flag).
-SpeculativeConfig speculative_config(const std::string& method, int64_t num_speculative_tokens);
+// --speculative, --num-speculative-tokens and --draft-model as the engine takes them (bad input
+// names the flag; eagle3's draft config.json is read here, before the target loads, and its
+// errors name the file and field).
+SpeculativeConfig speculative_config(const std::string& method, int64_t num_speculative_tokens,
+                                     const std::string& draft_model = "");
 
 // --temperature, --top-p, --top-k, --min-p, --seed; what is not given comes from the model's
 // generation_config.json, else `fallback_temperature` (and no truncation).

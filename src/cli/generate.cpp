@@ -153,7 +153,8 @@ int run_generate(GenerateArgs& a) {
     // The whole run decided before any weight is read (exit 2 with what would work).
     const plan::RunPlan run = plan_run(source, a.engine);
     LoadOptions lo;
-    lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens);
+    lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens,
+                                        a.engine.draft_model);
     LoadedEngine model = load_engine(std::move(source), run, lo);
     Engine& engine = *model.engine;
 

@@ -206,7 +206,8 @@ int run_serve(ServeArgs& a) {
         LoadOptions lo;
         lo.phase = [&](const std::string& p) { phase(p); };
         lo.progress = log::level() <= log::Level::Info;
-        lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens);
+        lo.speculative = speculative_config(a.engine.speculative, a.engine.num_speculative_tokens,
+                                            a.engine.draft_model);
         model = load_engine(std::move(source), run, lo);
         if (!model.plan.all_reduce.measured.empty())
             log::info(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/eagle3_drafter.h"
 #include "engine/mtp_drafter.h"
 #include "engine/ngram_drafter.h"
 #include "util/error.h"
@@ -11,10 +12,11 @@ namespace myriad {
 SpeculativeMethod parse_speculative_method(const std::string& name) {
     if (name == "ngram") return SpeculativeMethod::Ngram;
     if (name == "mtp") return SpeculativeMethod::Mtp;
+    if (name == "eagle3") return SpeculativeMethod::Eagle3;
     if (name == "none") return SpeculativeMethod::None;
     bad_input(
         "--speculative {}: the methods are ngram (prompt lookup), mtp (the checkpoint's MTP "
-        "layers) and none",
+        "layers), eagle3 (an EAGLE3 draft checkpoint, --draft-model DIR) and none",
         name);
 }
 
@@ -24,6 +26,8 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config, WorkerGro
             return std::make_unique<NgramDrafter>(config);
         case SpeculativeMethod::Mtp:
             return std::make_unique<MtpDrafter>(workers);
+        case SpeculativeMethod::Eagle3:
+            return std::make_unique<Eagle3Drafter>(workers, config.draft_model);
         case SpeculativeMethod::None:
             break;
     }

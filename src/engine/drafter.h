@@ -4,10 +4,10 @@
 // prefix the model agrees with, plus the model's own next token (engine/step_update.h). Greedy
 // output is the same as without a draft, token for token, and sampling's distribution too.
 //
-// Drafts come in a batch so a model-based drafter (the checkpoint's MTP layers: mtp_drafter.h)
-// can run one forward pass of its own for every sequence; the prompt-lookup drafter
-// (ngram_drafter.h) needs none. Every drafter's draft is one token per position, chosen without
-// sampling (a point mass): the post-step update's sample-and-compare then keeps sampling's
+// Drafts come in a batch so a model-based drafter (the checkpoint's MTP layers: mtp_drafter.h; an
+// EAGLE3 draft checkpoint: eagle3_drafter.h) can run forward passes of its own; the prompt-lookup
+// drafter (ngram_drafter.h) needs none. Every drafter's draft is one token per position, chosen
+// without sampling (a point mass): the post-step update's sample-and-compare then keeps sampling's
 // distribution exact (step_update.h).
 #pragma once
 
@@ -25,16 +25,17 @@ struct ScheduledSeq;
 struct BuiltStep;
 struct SeqOutcome;
 
-enum class SpeculativeMethod : uint8_t { None, Ngram, Mtp };
+enum class SpeculativeMethod : uint8_t { None, Ngram, Mtp, Eagle3 };
 
 struct SpeculativeConfig {
     SpeculativeMethod method = SpeculativeMethod::None;
     int64_t num_speculative_tokens = 3;  // the longest draft (vLLM's num_speculative_tokens)
     int64_t prompt_lookup_max = 4;       // ngram: the longest suffix matched
     int64_t prompt_lookup_min = 1;       // ngram: the shortest
+    std::string draft_model;             // eagle3: the draft checkpoint folder (--draft-model)
 };
 
-// "ngram", "mtp" (or "none") from --speculative; bad input names the flag otherwise.
+// "ngram", "mtp", "eagle3" (or "none") from --speculative; bad input names the flag otherwise.
 SpeculativeMethod parse_speculative_method(const std::string& name);
 
 class Drafter {
@@ -45,9 +46,13 @@ class Drafter {
     virtual void propose(const std::vector<Sequence*>& seqs) = 0;
     // Whether after_step needs the target's hidden states (steps then run op by op).
     virtual bool wants_hidden() const { return false; }
+    // With wants_hidden(): the target layers whose inputs the drafter takes (EAGLE3's aux hidden
+    // states; DeepseekV3's LayerInputs); empty: the hidden state before the final norm.
+    virtual std::vector<int64_t> hidden_layers() const { return {}; }
     // After each step's update, before its finished sequences leave: the step's batch, what ran,
-    // every row's hidden state before the final norm ([T, hidden]; empty unless wants_hidden())
-    // and the outcomes of its sampled sequences.
+    // every row's hidden state ([T, hidden] before the final norm, or with hidden_layers() each
+    // row's layer inputs side by side, [T, layers x hidden]; empty unless wants_hidden()) and the
+    // outcomes of its sampled sequences.
     virtual void after_step(const std::vector<ScheduledSeq>& batch, const BuiltStep& step,
                             const std::vector<float>& hidden,
                             const std::vector<SeqOutcome>& outcomes) {
@@ -59,7 +64,7 @@ class Drafter {
 };
 
 // The drafter of `config.method` over `workers` (the MTP drafter runs its layers there; they were
-// loaded with WorkerGroupOptions::mtp); null for None.
+// loaded with WorkerGroupOptions::mtp; the EAGLE3 drafter reads config.draft_model); null for None.
 std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config, WorkerGroup& workers);
 
 // After a step verified `drafted` tokens of a sequence's draft and the model agreed with

@@ -23,6 +23,7 @@ Engine::Engine(WorkerGroup& workers, EngineConfig config)
     if (drafter_ && config_.speculative.num_speculative_tokens < 1)
         bad_input("--num-speculative-tokens {} must be at least 1",
                   config_.speculative.num_speculative_tokens);
+    if (drafter_) hidden_layers_ = drafter_->hidden_layers();
     const int64_t capacity = workers.options().kv_blocks * workers.options().kv_block_size;
     max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len
                                                : workers.config().max_position_embeddings;
@@ -273,7 +274,7 @@ bool Engine::step() {
     const bool hidden = drafter_ && drafter_->wants_hidden();
     built.input.eager = built.input.eager || hidden;
     try {
-        run_step(workers_, built, results_, hidden);
+        run_step(workers_, built, results_, hidden, hidden_layers_);
     } catch (const std::exception& e) {
         log::warn("a forward step failed: {}; its {} requests end with an error", e.what(),
                   batch.size());

@@ -35,7 +35,7 @@ struct EngineConfig {
     bool prefix_caching = true;
     std::vector<TokenId> eos_ids;  // generation_config.json ∪ tokenizer_config.json
     SamplingDefaults defaults;
-    SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens
+    SpeculativeConfig speculative;  // --speculative, --num-speculative-tokens, --draft-model
     // A drafter of the caller's instead of speculative.method's (tests; num_speculative_tokens
     // still bounds its drafts).
     std::shared_ptr<Drafter> drafter;
@@ -102,7 +102,8 @@ class Engine {
     int64_t max_model_len_;
     BlockManager blocks_;
     Scheduler scheduler_;
-    std::shared_ptr<Drafter> drafter_;  // null: no speculation
+    std::shared_ptr<Drafter> drafter_;    // null: no speculation
+    std::vector<int64_t> hidden_layers_;  // the drafter's (Drafter::hidden_layers)
     StepResults results_;
 
     std::mutex mutex_;  // guards pending_, stop_, next_id_, stats_

@@ -182,7 +182,8 @@ WorkerGroup::~WorkerGroup() {
 }
 
 void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling* sampling,
-                       int32_t* tokens, LogprobRows* logprobs, float* hidden) {
+                       int32_t* tokens, LogprobRows* logprobs, float* hidden,
+                       const LayerInputs* layer_inputs) {
     MYRIAD_CHECK(!sampling || backend_samples_, "a StepSampling for workers that do not sample");
     std::unique_lock<std::mutex> lock(mutex_);
     step_ = &step;
@@ -191,6 +192,7 @@ void WorkerGroup::step(const StepInput& step, float* logits, const StepSampling*
     tokens_ = tokens;
     logprobs_ = logprobs;
     hidden_ = hidden;
+    layer_inputs_ = layer_inputs;
     mtp_in_ = nullptr;
     run_step(lock);
 }
@@ -206,6 +208,7 @@ void WorkerGroup::mtp_step(const StepInput& step, const float* hidden_in, float*
     tokens_ = nullptr;
     logprobs_ = nullptr;
     hidden_ = hidden_out;
+    layer_inputs_ = nullptr;
     mtp_in_ = hidden_in;
     mtp_index_ = mtp;
     run_step(lock);
@@ -303,6 +306,7 @@ void WorkerGroup::run_worker(int rank) {
         int32_t* tokens;
         LogprobRows* logprobs;
         float* hidden;
+        const LayerInputs* layer_inputs;
         const float* mtp_in;
         int64_t mtp_index;
         {
@@ -316,6 +320,7 @@ void WorkerGroup::run_worker(int rank) {
             tokens = tokens_;
             logprobs = logprobs_;
             hidden = hidden_;
+            layer_inputs = layer_inputs_;
             mtp_in = mtp_in_;
             mtp_index = mtp_index_;
         }
@@ -332,7 +337,8 @@ void WorkerGroup::run_worker(int rank) {
             else  // sampled across ranks, every rank chooses (the same tokens); on one, rank 0
                 model->forward(*step, *cache, logits,
                                rank == lead || options_.tp > 1 ? sampling : nullptr, tokens,
-                               rank == lead ? logprobs : nullptr, rank == lead ? hidden : nullptr);
+                               rank == lead ? logprobs : nullptr, rank == lead ? hidden : nullptr,
+                               rank == lead ? layer_inputs : nullptr);
             comm->check_step();  // a collective that gave up waiting on the device
             if (rank == lead) lead_gathered_bytes_ = comm->gathered_bytes();
         } catch (const std::exception& e) {

@@ -122,9 +122,14 @@ class WorkerGroup {
     // not marked host, and only the host rows' logits are written. The results of the step's
     // logprob spans (prompt logprobs) go to `logprobs`.
     // With `hidden` (a step marked eager), every row's hidden state before the final norm
-    // ([T, hidden]) goes there.
+    // ([T, hidden]) goes there; with `layer_inputs` (eager too), the inputs of its target layers
+    // (DeepseekV3::forward's LayerInputs, rank 0's: what an EAGLE3 drafter takes).
     void step(const StepInput& step, float* logits, const StepSampling* sampling = nullptr,
-              int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr, float* hidden = nullptr);
+              int32_t* tokens = nullptr, LogprobRows* logprobs = nullptr, float* hidden = nullptr,
+              const LayerInputs* layer_inputs = nullptr);
+    // The target checkpoint the ranks loaded (an EAGLE3 draft without its own embedding shares
+    // the target's).
+    const Checkpoint& checkpoint() const { return checkpoint_; }
     // MTP layers loaded (options.mtp), and the first of the spare blocks of their cache.
     int64_t mtp_layers() const { return config_.mtp_layers; }
     int64_t mtp_spare_begin() const { return options_.kv_blocks; }
@@ -163,6 +168,7 @@ class WorkerGroup {
     int32_t* tokens_ = nullptr;
     LogprobRows* logprobs_ = nullptr;
     float* hidden_ = nullptr;
+    const LayerInputs* layer_inputs_ = nullptr;
     const float* mtp_in_ = nullptr;  // set: the step is an MTP step (mtp_step)
     int64_t mtp_index_ = 0;
     bool backend_samples_ = false;

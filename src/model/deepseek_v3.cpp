@@ -77,9 +77,10 @@ void DeepseekV3::check_step(const StepInput& step, const KvCache& cache) const {
 
 void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* logits,
                          const StepSampling* sampling, int32_t* tokens, LogprobRows* logprobs,
-                         float* hidden_out) {
+                         float* hidden_out, const LayerInputs* layer_inputs) {
     check_step(step, cache);
-    MYRIAD_CHECK(!hidden_out || step.eager,
+    if (layer_inputs && !layer_inputs->out) layer_inputs = nullptr;
+    MYRIAD_CHECK(!(hidden_out || layer_inputs) || step.eager,
                  "a step whose hidden states leave the device runs eagerly");
     const bool across = sampling && comm_.world() > 1;
     MYRIAD_CHECK(!sampling || ((across || ops_.samples()) &&
@@ -89,7 +90,8 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
     // Every rank replays its own graph, the collectives inside meeting on the device. A recorded
     // step ends at its logits: one with logprob rows runs op by op. Sampled across ranks, the
     // recording ends at this rank's slice of the logits, and the choice runs after it.
-    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() && !hidden_out) {
+    if ((comm_.world() == 1 || comm_.graph_safe()) && step.logprob_spans.empty() && !hidden_out &&
+        !layer_inputs) {
         if (across) {
             const Tensor part = ops_.replay_step_logits(step, weights_.lm_head.rows);
             if (part.data) {
@@ -121,6 +123,7 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
         // A layer's scratch is its own: what it computes lands in h, x and y, so the next layer
         // reuses the memory (a long prefill of 61 layers would otherwise hold 61 layers' worth).
         const ScratchMark layer_mark = ops_.mark_scratch();
+        if (layer_inputs) copy_layer_input(*layer_inputs, l, h);
         const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
         attention(w, cache.layer(l), step, x, y);
         reduce_add_rmsnorm(comm_, ops_, y, h, &w.post_attention_norm, eps, x);
@@ -154,6 +157,12 @@ void DeepseekV3::forward(const StepInput& step, const KvCache& cache, float* log
         return;
     }
     ops_.sample(part, *sampling, tokens, logits);  // one rank: [n, vocab] already
+}
+
+void DeepseekV3::copy_layer_input(const LayerInputs& in, int64_t layer, Tensor h) {
+    const size_t per = static_cast<size_t>(h.dim(0) * h.dim(1));
+    for (size_t i = 0; i < in.layers.size(); ++i)
+        if (in.layers[i] == layer) ops_.copy_to_host(h, in.out + i * per);
 }
 
 void DeepseekV3::head_logits(Tensor normed, float* logits) {

@@ -45,6 +45,14 @@ struct ModelOptions {
     WeightFeed feed = {};
 };
 
+// The residual stream entering chosen decoder layers, for an EAGLE3 drafter: layer j's input is
+// layer j - 1's output (0: the embedding), as vLLM counts its aux hidden states. `out` (host,
+// [layers.size(), T, hidden], layer by layer in the order given) is written on rank 0 only.
+struct LayerInputs {
+    std::vector<int64_t> layers;
+    float* out = nullptr;
+};
+
 class DeepseekV3 {
   public:
     // Rank layout.rank() of layout.world(), which `comm` connects (check_layout passed).
@@ -69,10 +77,12 @@ class DeepseekV3 {
     // with logprob spans (prompt logprobs) writes their results to `logprobs` on rank 0 (other
     // ranks take part in the gathers and may pass null).
     // With `hidden_out` (host, [T, hidden_size]; rank 0 is enough), every row's hidden state
-    // before the final norm goes there too (the MTP drafter's input); the step then runs op by op.
+    // before the final norm goes there too (the MTP drafter's input); with `layer_inputs`, the
+    // inputs of its layers (the EAGLE3 drafter's); the step then runs op by op.
     void forward(const StepInput& step, const KvCache& cache, float* logits,
                  const StepSampling* sampling = nullptr, int32_t* tokens = nullptr,
-                 LogprobRows* logprobs = nullptr, float* hidden_out = nullptr);
+                 LogprobRows* logprobs = nullptr, float* hidden_out = nullptr,
+                 const LayerInputs* layer_inputs = nullptr);
 
     // MTP layer `mtp` of config.mtp_layers (reference.md §1.9) over a step whose row i pairs
     // hidden_in[i] (host, [T, hidden_size]: the target's hidden state at position p, or the MTP
@@ -87,6 +97,8 @@ class DeepseekV3 {
 
   private:
     void check_step(const StepInput& step, const KvCache& cache) const;
+    // h (the residual stream entering `layer`) to the host rows of `in` that name the layer.
+    void copy_layer_input(const LayerInputs& in, int64_t layer, Tensor h);
     // The logits of `normed` [n, hidden] (final-normed rows), full vocabulary, to host `logits`.
     void head_logits(Tensor normed, float* logits);
     void attention(const LayerWeights& w, const KvLayerView& cache, const StepInput& step, Tensor x,
