@@ -17,6 +17,7 @@
 #include <map>
 #include <random>
 
+#include "drafter_runs.h"
 #include "engine/eagle3_drafter.h"
 #include "engine/engine.h"
 #include "engine/mtp_drafter.h"
@@ -138,76 +139,13 @@ TEST(Eagle3Config, AuxLayersAndDefaults) {
     EXPECT_EQ(parse_speculative_method("eagle3"), SpeculativeMethod::Eagle3);
 }
 
-// Wraps the EAGLE3 drafter and keeps every draft it proposed, by sequence.
-class RecordingDrafter : public Drafter {
-  public:
-    RecordingDrafter(WorkerGroup& w, const std::string& dir) : inner_(w, dir) {}
-    bool wants_hidden() const override { return true; }
-    std::vector<int64_t> hidden_layers() const override { return inner_.hidden_layers(); }
-    void after_step(const std::vector<ScheduledSeq>& batch, const BuiltStep& step,
-                    const std::vector<float>& hidden,
-                    const std::vector<SeqOutcome>& outcomes) override {
-        inner_.after_step(batch, step, hidden, outcomes);
-    }
-    void propose(const std::vector<Sequence*>& seqs) override {
-        inner_.propose(seqs);
-        for (Sequence* s : seqs) drafts[s->id].push_back(s->draft);
-    }
-    std::map<uint64_t, std::vector<std::vector<TokenId>>> drafts;
-
-  private:
-    Eagle3Drafter inner_;
-};
-
-SamplingParams greedy(int64_t max_tokens) {
-    SamplingParams p;
-    p.temperature = 0;
-    p.max_tokens = max_tokens;
-    p.ignore_eos = true;
-    return p;
-}
-
-struct EngineRun {
-    std::vector<std::vector<TokenId>> tokens;
-    EngineStats stats;
-};
-
-EngineRun run_engine(WorkerGroup& w, const std::vector<std::vector<TokenId>>& prompts,
-                     const std::vector<SamplingParams>& params, int64_t budget,
-                     SpeculativeMethod method, int64_t k, const std::string& draft = "",
-                     std::shared_ptr<Drafter> drafter = nullptr) {
-    EngineConfig ec;
-    ec.scheduler.max_num_batched_tokens = budget;
-    ec.check_invariants = true;
-    ec.speculative.method = method;
-    ec.speculative.num_speculative_tokens = k;
-    ec.speculative.draft_model = draft;
-    ec.drafter = std::move(drafter);
-    Engine engine(w, ec);
-    std::vector<std::shared_ptr<RequestHandle>> handles;
-    for (size_t i = 0; i < prompts.size(); ++i)
-        handles.push_back(engine.submit(prompts[i], params[i]));
-    engine.run_until_idle();
-    EngineRun r;
-    for (auto& h : handles) {
-        r.tokens.emplace_back();
-        RequestOutput o;
-        while (h->try_next(o)) {
-            EXPECT_TRUE(o.error.empty()) << o.error;
-            r.tokens.back().insert(r.tokens.back().end(), o.tokens.begin(), o.tokens.end());
-        }
-    }
-    r.stats = engine.stats();
-    EXPECT_EQ(engine.block_manager().num_used(), 0);
-    return r;
-}
-
 TEST(Eagle3Drafter, FirstProposalIsTheReferenceChain) {
     for (const char* name : kDrafts) {
         SCOPED_TRACE(name);
         const Eagle3Reference ref = load_eagle3_reference(name);
         auto m = target();
-        auto rec = std::make_shared<RecordingDrafter>(*m->workers, eagle3_golden_dir(name));
+        auto rec = std::make_shared<RecordingDrafter>(
+            std::make_unique<Eagle3Drafter>(*m->workers, eagle3_golden_dir(name)));
         const EngineRun r = run_engine(*m->workers, {ref.prompt}, {greedy(6)}, 512,
                                        SpeculativeMethod::Eagle3, 3, "", rec);
         ASSERT_EQ(r.tokens.size(), 1u);

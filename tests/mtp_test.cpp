@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "drafter_runs.h"
 #include "engine/engine.h"
 #include "engine/mtp_drafter.h"
 #include "golden_reference.h"
@@ -105,74 +106,12 @@ TEST_P(MtpGolden, TargetHiddenStatesMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MtpGolden, ::testing::Values(1, 2));
 
-// Wraps the MTP drafter and keeps every draft it proposed, by sequence.
-class RecordingDrafter : public Drafter {
-  public:
-    explicit RecordingDrafter(WorkerGroup& w) : inner_(w) {}
-    bool wants_hidden() const override { return true; }
-    void after_step(const std::vector<ScheduledSeq>& batch, const BuiltStep& step,
-                    const std::vector<float>& hidden,
-                    const std::vector<SeqOutcome>& outcomes) override {
-        inner_.after_step(batch, step, hidden, outcomes);
-    }
-    void propose(const std::vector<Sequence*>& seqs) override {
-        inner_.propose(seqs);
-        for (Sequence* s : seqs) drafts[s->id].push_back(s->draft);
-    }
-    std::map<uint64_t, std::vector<std::vector<TokenId>>> drafts;
-
-  private:
-    MtpDrafter inner_;
-};
-
-SamplingParams greedy(int64_t max_tokens) {
-    SamplingParams p;
-    p.temperature = 0;
-    p.max_tokens = max_tokens;
-    p.ignore_eos = true;
-    return p;
-}
-
-struct EngineRun {
-    std::vector<std::vector<TokenId>> tokens;
-    EngineStats stats;
-};
-
-EngineRun run_engine(WorkerGroup& w, const std::vector<std::vector<TokenId>>& prompts,
-                     const std::vector<SamplingParams>& params, int64_t budget,
-                     SpeculativeMethod method, int64_t k,
-                     std::shared_ptr<Drafter> drafter = nullptr) {
-    EngineConfig ec;
-    ec.scheduler.max_num_batched_tokens = budget;
-    ec.check_invariants = true;
-    ec.speculative.method = method;
-    ec.speculative.num_speculative_tokens = k;
-    ec.drafter = std::move(drafter);
-    Engine engine(w, ec);
-    std::vector<std::shared_ptr<RequestHandle>> handles;
-    for (size_t i = 0; i < prompts.size(); ++i)
-        handles.push_back(engine.submit(prompts[i], params[i]));
-    engine.run_until_idle();
-    EngineRun r;
-    for (auto& h : handles) {
-        r.tokens.emplace_back();
-        RequestOutput o;
-        while (h->try_next(o)) {
-            EXPECT_TRUE(o.error.empty()) << o.error;
-            r.tokens.back().insert(r.tokens.back().end(), o.tokens.begin(), o.tokens.end());
-        }
-    }
-    r.stats = engine.stats();
-    EXPECT_EQ(engine.block_manager().num_used(), 0);
-    return r;
-}
-
 TEST(MtpDrafter, FirstProposalIsTheReferenceChain) {
     const MtpReference ref = load_mtp_reference();
     auto m = load_model(mtp_golden_dir(), 1, {}, 64, KvCacheDtype::Auto, false, true);
-    auto rec = std::make_shared<RecordingDrafter>(*m->workers);
+    auto rec = std::make_shared<RecordingDrafter>(std::make_unique<MtpDrafter>(*m->workers));
     const EngineRun r =
-        run_engine(*m->workers, {ref.prompt}, {greedy(6)}, 512, SpeculativeMethod::Mtp, 3, rec);
+        run_engine(*m->workers, {ref.prompt}, {greedy(6)}, 512, SpeculativeMethod::Mtp, 3, "", rec);
     ASSERT_EQ(r.tokens.size(), 1u);
     ASSERT_FALSE(r.tokens[0].empty());
     EXPECT_EQ(r.tokens[0][0], ref.g0);
