@@ -155,30 +155,7 @@ def draft_weights(cfg, seed, target_embed):
 def write_draft(folder, cfg, tensors):
     os.makedirs(folder, exist_ok=True)
     mg.write_json(os.path.join(folder, "config.json"), cfg)
-    write_safetensors(os.path.join(folder, "model.safetensors"), tensors, {"format": "pt"})
-
-
-def write_safetensors(path, tensors, meta):
-    """make_goldens' writer, plus BOOL (t2d)."""
-    plain = [(n, d, a) for n, d, a in tensors if d != "BOOL"]
-    bools = [(n, a) for n, d, a in tensors if d == "BOOL"]
-    if not bools:
-        return mg.write_safetensors(path, plain, meta)
-    import struct
-    header, blobs, off = {"__metadata__": {str(k): str(v) for k, v in meta.items()}}, [], 0
-    for name, dt, arr in tensors:
-        b = np.ascontiguousarray(arr, dtype=np.uint8).tobytes() if dt == "BOOL" else mg.encode(dt, arr)
-        header[name] = {"dtype": dt, "shape": [int(s) for s in arr.shape], "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    hb = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    hb += b" " * ((8 - len(hb) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb)))
-        f.write(hb)
-        for b in blobs:
-            f.write(b)
-    return off
+    mg.write_safetensors(os.path.join(folder, "model.safetensors"), tensors, {"format": "pt"})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -295,6 +295,8 @@ def encode(dtype, arr):
         return np.ascontiguousarray(arr, dtype="<f4").tobytes()
     if dtype == "I64":
         return np.ascontiguousarray(arr, dtype="<i8").tobytes()
+    if dtype == "BOOL":  # one byte each (an EAGLE3 draft's t2d)
+        return np.ascontiguousarray(arr, dtype=np.uint8).tobytes()
     raise ValueError(dtype)
 
 
