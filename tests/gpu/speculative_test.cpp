@@ -1,4 +1,4 @@
-// Speculative decoding on the CUDA backend: greedy output with drafts (ngram, and a replay
+// Speculative decoding on the CUDA backend: greedy output with drafts (ngram, EAGLE3, and a replay
 // drafter whose drafts are partly wrong) equals the output without, on every golden checkpoint
 // — token for token up to the first near-tie of the plain run (verification rows are computed by
 // other kernels than decode rows: the absorbed attention over several rows of a sequence,
@@ -35,7 +35,8 @@ struct Greedy {
 
 Greedy run(WorkerGroup& workers, const std::vector<std::vector<TokenId>>& prompts,
            const std::vector<int64_t>& max_tokens, std::shared_ptr<Drafter> drafter,
-           SpeculativeMethod method, int64_t k, bool relative, int64_t budget = 24) {
+           SpeculativeMethod method, int64_t k, bool relative, int64_t budget = 24,
+           const std::string& draft = "") {
     auto margins = std::make_shared<std::map<std::pair<uint64_t, int64_t>, float>>();
     const int64_t vocab = workers.config().vocab_size;
     EngineConfig ec;
@@ -43,6 +44,7 @@ Greedy run(WorkerGroup& workers, const std::vector<std::vector<TokenId>>& prompt
     ec.scheduler.max_num_batched_tokens = budget;
     ec.speculative.method = method;
     ec.speculative.num_speculative_tokens = k;
+    ec.speculative.draft_model = draft;
     ec.drafter = std::move(drafter);
     // The plain run's margins (its rows then come back to the host); the speculating runs
     // sample on the device.
@@ -153,6 +155,53 @@ INSTANTIATE_TEST_SUITE_P(
 // graphs on: verification steps replay the graph of their draft length (counted), and the greedy
 // tokens are the plain run's up to a near-tie (default BF16 mode: 1e-2 of the row's largest
 // |logit|).
+// EAGLE3 on the CUDA backend (the draft layer runs on the host; the target's steps, which then
+// copy the chosen layers' inputs back, run op by op): with each golden draft of moonlight_plain,
+// greedy output equals the output without, up to a near-tie of the plain run, and drafts are made.
+TEST(GpuEagle3, GreedyOutputUnchangedUpToANearTie) {
+    const std::string dir = golden_dir("moonlight_plain");
+    for (bool exact : {true, false}) {
+        SCOPED_TRACE(exact ? "exact" : "default");
+        KernelOverrides mode(exact ? "exact=1" : "exact=0");
+        const float near_tie = exact ? 1e-3f : 1e-2f;
+        LoadedModel m;
+        m.config = load_model_config(dir);
+        m.checkpoint = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+        WorkerGroupOptions wo;
+        wo.kv_blocks = 256;
+        wo.device = Device::Cuda;
+        m.workers = std::make_unique<WorkerGroup>(m.config, *m.checkpoint, wo);
+        auto ref = load_golden_reference("moonlight_plain");
+        std::vector<std::vector<TokenId>> prompts;
+        std::vector<int64_t> max_tokens;
+        for (const auto& p : ref.p) {
+            prompts.push_back(p.ids);
+            max_tokens.push_back(30);
+        }
+        prompts.push_back(ref.p[0].ids);  // from the prefix cache
+        max_tokens.push_back(11);
+        const Greedy plain =
+            run(*m.workers, prompts, max_tokens, nullptr, SpeculativeMethod::None, 3, !exact);
+        for (const char* draft : {"moonlight_a", "moonlight_b"})
+            for (int64_t k : {1, 3}) {
+                SCOPED_TRACE(::testing::Message() << draft << ", draft length " << k);
+                const Greedy g =
+                    run(*m.workers, prompts, max_tokens, nullptr, SpeculativeMethod::Eagle3, k,
+                        !exact, 24, eagle3_golden_dir(draft));
+                EXPECT_GT(g.stats.spec_draft_tokens, 0);
+                for (size_t i = 0; i < prompts.size(); ++i) {
+                    SCOPED_TRACE(::testing::Message() << "request " << i);
+                    ASSERT_EQ(g.tokens[i].size(), plain.tokens[i].size());
+                    for (size_t j = 0; j < plain.tokens[i].size(); ++j) {
+                        if (plain.margins[i][j] < near_tie) break;  // may go either way
+                        ASSERT_EQ(g.tokens[i][j], plain.tokens[i][j])
+                            << "token " << j << ", plain margin " << plain.margins[i][j];
+                    }
+                }
+            }
+    }
+}
+
 class GpuSpeculativeGraphs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuSpeculativeGraphs, VerificationStepsReplayGraphs) {
