@@ -171,6 +171,7 @@ void DeviceCommunicator::set_up_peers() {
                              cudaHostAllocMapped),
                "collective failure record");
     std::memset(failure_, 0, sizeof(PeerFailure));
+    peer_load_kernels();
     comm_check(cudaDeviceSynchronize(), "collectives set-up");
     g.data_[r] = data_;
     g.sums_[r] = sums_;
@@ -242,11 +243,11 @@ void DeviceCommunicator::measure() {
     float* buf = nullptr;
     alloc(&buf, biggest, "collective measurement");
     comm_check(cudaMemsetAsync(buf, 0, biggest, stream_), "collective measurement");
-    sync("collective measurement");
-    wait("collective measurement");
     cudaEvent_t start, stop;
     comm_check(cudaEventCreate(&start), "collective measurement");
     comm_check(cudaEventCreate(&stop), "collective measurement");
+    sync("collective measurement");
+    wait("collective measurement");
     // Per size: one-shot, two-shot, NCCL (every rank runs the same sequence).
     std::vector<std::array<double, 3>> us;
     for (size_t bytes : kMeasured) {

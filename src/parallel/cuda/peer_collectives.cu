@@ -2,6 +2,8 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "parallel/cuda/peer_collectives.h"
 
@@ -387,6 +389,24 @@ void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t
         const int64_t nr = std::min(round_rows, rows - r0);
         gather_columns_kernel<<<kPeerBlocks, kThreads, 0, stream>>>(
             v, in + r0 * cols, out + r0 * width, nr, cols, is_aligned(in + r0 * cols));
+    }
+}
+
+void peer_load_kernels() {
+    // cudaFuncGetAttributes loads the function (and its module) where loading is lazy.
+    cudaFuncAttributes a;
+    const void* kernels[] = {reinterpret_cast<const void*>(&all_reduce_kernel),
+                             reinterpret_cast<const void*>(&all_reduce_add_rmsnorm_kernel),
+                             reinterpret_cast<const void*>(&gather_columns_kernel),
+                             reinterpret_cast<const void*>(&probe_kernel)};
+    for (const void* k : kernels) {
+        const cudaError_t e = cudaFuncGetAttributes(&a, k);
+        if (e != cudaSuccess)
+            throw std::runtime_error(
+                std::string("collectives: loading the all-reduce kernels failed: ") +
+                cudaGetErrorString(e) +
+                " (a build for another GPU architecture? `make release` builds for Hopper and "
+                "Blackwell)");
     }
 }
 

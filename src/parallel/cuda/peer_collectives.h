@@ -87,6 +87,12 @@ void peer_all_reduce_add_rmsnorm(const PeerView& v, PeerAlgo algo, const float* 
 void peer_gather_columns(const PeerView& v, const float* in, float* out, int64_t rows, int64_t cols,
                          cudaStream_t stream);
 
+// Loads the kernels above into the current device's context now. Under CUDA's lazy module loading
+// (the default) a kernel's first launch may wait for every kernel on its device; a rank whose
+// kernel waits on another rank's flag on the same GPU would then never be joined. Call it on
+// each rank before its first collective.
+void peer_load_kernels();
+
 // Each rank's probe array: [world] uint32 in that rank's device memory.
 struct PeerProbes {
     uint32_t* slot[kPeerMaxRanks] = {};
