@@ -74,6 +74,7 @@ TEST(KernelChoices, FromTheGpu) {
     EXPECT_EQ(h.decode_split_blocks, 4 * 132);
     EXPECT_EQ(h.decode_mma_split_blocks, 2 * 132);
     EXPECT_EQ(h.narrow_product_blocks, 2 * 132);
+    EXPECT_EQ(h.skinny_split_blocks, 2 * 132);
     // A smaller GPU: the thresholds that count multiprocessors follow its 108; sm_80 has no
     // early launch.
     const KernelChoices a = KernelChoices::choose(kA100, {});
@@ -82,6 +83,7 @@ TEST(KernelChoices, FromTheGpu) {
     EXPECT_EQ(a.decode_split_blocks, 4 * 108);
     EXPECT_EQ(a.decode_mma_split_blocks, 2 * 108);
     EXPECT_EQ(a.narrow_product_blocks, 2 * 108);
+    EXPECT_EQ(a.skinny_split_blocks, 2 * 108);
     EXPECT_EQ(a.gpu.name, kA100.name);
     // What does not depend on the GPU is the same.
     EXPECT_EQ(a.skinny_rows, h.skinny_rows);
@@ -121,7 +123,10 @@ TEST(KernelChoices, MoonlightAtTp1) {
     EXPECT_TRUE(k.moe_tensor_cores(2, 5));
     EXPECT_EQ(k.skinny_limit(), 16);
     const std::string all = joined(k.lines());
-    EXPECT_TRUE(has(all, "BF16 linears: skinny kernel up to 16 rows, cuBLASLt")) << all;
+    EXPECT_TRUE(has(all,
+                    "BF16 linears: skinny kernel (K in up to 8 shares where a product has fewer "
+                    "than 264 blocks) up to 16 rows, cuBLASLt"))
+        << all;
     EXPECT_TRUE(has(all, "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows")) << all;
     EXPECT_FALSE(has(all, "FP8-block")) << all;
     EXPECT_TRUE(has(all,

@@ -34,13 +34,31 @@ for _ in $(seq 120); do
     kill -0 "$pid" 2>/dev/null || { say "serve exited:"; tail -5 "$OUT/structured_serve.log" | tee -a "$report"; exit 1; }
     sleep 0.5
 done
+# The engine's decode-only steps (no prefill chunk joined them) from /metrics: their count, mean
+# batch and mean time, which compare the per-token cost of constraints without the staggered
+# finishes of constrained requests (whose replacements' prefills join more steps).
+decode_stats() {
+    python3 - "$port" <<'PY'
+import sys, urllib.request
+m = {}
+for line in urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode().splitlines():
+    if line.startswith("myriad_engine_decode_step"):
+        k, v = line.split()
+        m[k] = float(v)
+print(m["myriad_engine_decode_steps_total"], m["myriad_engine_decode_step_sequences_total"],
+      m["myriad_engine_decode_step_seconds_total"])
+PY
+}
 for c in 1 64; do
     n=$((c == 1 ? 16 : 256))
     for constrained in no yes; do
         extra=()
         [ "$constrained" = yes ] && extra=(--json-schema "$schema")
         say "== myriad bench, shipped model on the GPU, concurrency $c, $n requests, json schema: $constrained"
+        read -r s0 q0 t0 < <(decode_stats)
         timeout 200 "$bin" bench "http://127.0.0.1:$port" --endpoint chat --concurrency "$c" \
             --requests "$n" --input-len 64 --output-len 128 "${extra[@]}" 2>&1 | tee -a "$report"
+        read -r s1 q1 t1 < <(decode_stats)
+        say "$(python3 -c "s=$s1-$s0; q=$q1-$q0; t=$t1-$t0; print(f'decode-only steps: {s:.0f}, mean batch {q/max(s,1):.1f}, {1e3*t/max(s,1):.3f} ms a step, {1e6*t/max(q,1):.1f} us a sequence-token')")"
     done
 done

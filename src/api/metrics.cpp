@@ -83,6 +83,18 @@ std::string Metrics::render(const EngineStats& e, bool ready) const {
     gauge("myriad_preemptions_total", "sequences preempted for lack of KV blocks", e.preemptions,
           "counter");
     gauge("myriad_engine_steps_total", "engine steps run", e.steps, "counter");
+    gauge("myriad_engine_decode_steps_total",
+          "engine steps in which every sequence decoded (no prefill chunk)", e.decode_steps,
+          "counter");
+    gauge("myriad_engine_decode_step_sequences_total",
+          "sequences those decode steps ran (the sum of their batch sizes)",
+          e.decode_step_sequences, "counter");
+    out += fmt::format(
+        "# HELP myriad_engine_decode_step_seconds_total seconds of those decode steps, from "
+        "building the step to updating its sequences\n"
+        "# TYPE myriad_engine_decode_step_seconds_total counter\n"
+        "myriad_engine_decode_step_seconds_total {:.6f}\n",
+        e.decode_step_seconds);
     // Speculative decoding, as vLLM's spec_decode counters (0 without --speculative).
     gauge("myriad_spec_decode_num_drafts_total", "sequence steps that verified a draft",
           e.spec_drafts, "counter");

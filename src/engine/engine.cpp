@@ -264,6 +264,10 @@ bool Engine::step() {
         return stalled_;
     }
 
+    const auto step_start = std::chrono::steady_clock::now();
+    bool decode_only = true;
+    for (const ScheduledSeq& s : batch)
+        decode_only = decode_only && s.sample && s.num_tokens == 1 + s.draft;
     StepLimits limits;
     limits.vocab = workers_.config().vocab_size;
     limits.max_model_len = max_model_len_;
@@ -311,6 +315,11 @@ bool Engine::step() {
             o.seq->handle->push(std::move(o.out));
     }
     if (config_.check_invariants) blocks_.check_invariants();
+    if (decode_only) {
+        counts.decode_sequences = static_cast<int64_t>(batch.size());
+        counts.decode_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    }
     publish_stats(counts, true);
     return true;
 }
@@ -322,6 +331,11 @@ void Engine::publish_stats(const StepCounts& counts, bool ran_step) {
     stats_.spec_drafts += counts.drafts;
     stats_.spec_draft_tokens += counts.draft_tokens;
     stats_.spec_accepted_tokens += counts.accepted_tokens;
+    if (counts.decode_sequences > 0) {
+        ++stats_.decode_steps;
+        stats_.decode_step_sequences += counts.decode_sequences;
+        stats_.decode_step_seconds += counts.decode_seconds;
+    }
     stats_.preemptions = scheduler_.preemptions();
     stats_.running = scheduler_.num_running();
     stats_.waiting = scheduler_.num_waiting();

@@ -59,6 +59,12 @@ struct EngineStats {
     // Speculative decoding (vLLM's spec_decode counters): sequences that verified a draft, the
     // draft tokens verified, and the ones accepted.
     int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+    // Steps in which every sequence decodes (one new token, or a draft to verify): how many, the
+    // sequences they ran (the sum of their batch sizes) and their seconds from the step's
+    // building to its outputs' update. Per-token costs (constraints, drafts) are read from these
+    // without the prefill chunks that join other steps.
+    int64_t decode_steps = 0, decode_step_sequences = 0;
+    double decode_step_seconds = 0;
 };
 
 class Engine {

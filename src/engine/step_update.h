@@ -35,6 +35,9 @@ struct StepCounts {
     int64_t drafts = 0;           // sequences that verified a draft
     int64_t draft_tokens = 0;     // draft tokens verified
     int64_t accepted_tokens = 0;  // of those, the ones the model agreed with
+    // Set by the engine for a step in which every sequence decoded: its sequences and seconds.
+    int64_t decode_sequences = 0;
+    double decode_seconds = 0;
 };
 
 struct UpdateLimits {

@@ -91,6 +91,8 @@ const std::vector<Field>& fields() {
         variant("skinny", &K::skinny, {V::V1, V::V2}, "v1 or v2"),
         flag("skinny_single_load", &K::skinny_single_load),
         count("narrow_product_blocks", &K::narrow_product_blocks, 0, "a number of blocks"),
+        count("skinny_split_blocks", &K::skinny_split_blocks, 0, "a number of blocks (0: off)"),
+        count("skinny_max_split", &K::skinny_max_split, 1, "a number of shares, 1 or more"),
         count("moe_mma_rows", &K::moe_mma_rows, 0, "a number of rows"),
         count("moe_mma_tokens", &K::moe_mma_tokens, 1, "a number of tokens, 1 or more"),
         variant("grouped_mma", &K::grouped_mma, {V::V1, V::V2}, "v1 or v2"),
@@ -147,6 +149,7 @@ KernelChoices KernelChoices::choose(const GpuInfo& gpu, const KernelShapes& shap
     // Early launch needs sm_90 (griddepcontrol); an unknown capability keeps the default.
     k.pdl = gpu.cc == 0 || gpu.cc >= 90;
     k.narrow_product_blocks = 2 * sms;
+    k.skinny_split_blocks = 2 * sms;
     k.decode_wide_pairs = sms;
     k.decode_split_blocks = 4 * sms;
     k.decode_mma_split_blocks = 2 * sms;
@@ -225,8 +228,14 @@ std::vector<std::string> KernelChoices::lines() const {
                            : (skinny == KernelVariant::V1 ? "skinny kernel v1" : "skinny kernel");
     const std::string rows = exact ? "at every size (exact mode: F32 inputs)"
                                    : fmt::format("up to {} rows", skinny_rows);
+    const std::string split =
+        skinny_split_blocks > 0 && skinny_max_split > 1 && skinny == KernelVariant::V2 &&
+                !skinny_single_load
+            ? fmt::format(" (K in up to {} shares where a product has fewer than {} blocks)",
+                          skinny_max_split, skinny_split_blocks)
+            : "";
     if (s.bf16)
-        out.push_back(fmt::format("BF16 linears: {} {}{}", skinny_kernel, rows,
+        out.push_back(fmt::format("BF16 linears: {}{} {}{}", skinny_kernel, split, rows,
                                   exact ? "" : ", cuBLASLt BF16 GEMM (F32 out) above"));
     const std::string tiles = exact ? "" : ", expanded to BF16 by tiles for cuBLASLt above";
     if (s.fp8_block)

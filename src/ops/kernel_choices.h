@@ -85,6 +85,13 @@ struct KernelChoices {
     // this runs passes of four rows (more blocks): twice the multiprocessors, so that narrow
     // products (the router's 64 columns at batch 64: 38 -> 11.5 us) fill the GPU.
     int64_t narrow_product_blocks = 2 * 132;
+    // A dense product of at most 16 rows through v2 with fewer column blocks than this, and K
+    // of several rounds (2,048 BF16 elements a round), splits K over up to skinny_max_split
+    // blocks (the last to finish adds the shares in a fixed order): twice the multiprocessors.
+    // Kimi-K2's replicated kv_a (576 x 7168) at TP 8 ran 72 blocks, each through four rounds,
+    // and the rank's BF16 products went at 18 % of the copy rate. 0: never split.
+    int64_t skinny_split_blocks = 2 * 132;
+    int64_t skinny_max_split = 8;
 
     // ---- routed experts ----
     // The tensor cores (BF16 inputs) take the routed experts past this many rows an expert...

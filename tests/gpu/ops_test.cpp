@@ -2,6 +2,7 @@
 // GPU computes in F32, ≤ 1e-2 where it rounds to BF16 (cuBLASLt inputs, BF16/FP8 caches).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -267,6 +268,69 @@ TEST_F(GpuOpsTest, SkinnyV2Shapes) {
                     Tensor out_glu = poisoned(DType::F32, {m, sh.n});
                     gpu->linear_silu_mul(dev(x, {m, sh.k}), gg, ug, out_glu);
                     EXPECT_LE(rel_err(fetch(out_glu), ref_glu), kF32Tol);
+                }
+            }
+        }
+    }
+}
+
+// Dense products of few columns and large K split K over blocks (KernelChoices::
+// skinny_split_blocks; the last block adds the shares in order): Kimi-K2's replicated kv_a and
+// router at TP 8, the shared expert's eighth (gated), and an odd share count. Against the CPU with
+// the split and without, and a second launch bitwise equal to the first (the counters are back
+// at zero, the order of the shares fixed).
+TEST_F(GpuOpsTest, SkinnySplitK) {
+    struct Shape {
+        int64_t n, k;
+        bool glu;
+    };
+    const Shape shapes[] = {
+        {576, 7168, false}, {384, 7168, false}, {256, 7168, true}, {37, 4160, true}};
+    for (WeightFormat format : {WeightFormat::Dense, WeightFormat::Nvfp4}) {
+        for (const Shape& sh : shapes) {
+            QuantMatrix qg, qu;
+            std::vector<uint16_t> dg, du;
+            WeightSource sg, su;
+            if (format == WeightFormat::Dense) {
+                dg = randn_bf16(sh.n * sh.k, 0.05f);
+                du = randn_bf16(sh.n * sh.k, 0.05f);
+                sg = bf16_source(dg, sh.n, sh.k);
+                su = bf16_source(du, sh.n, sh.k);
+            } else {
+                qg = random_quant(format, sh.n, sh.k, rng);
+                qu = random_quant(format, sh.n, sh.k, rng);
+                sg = qg.src;
+                su = qu.src;
+            }
+            Weight gc = cpu.load_weight(sg), uc = cpu.load_weight(su);
+            Weight gg = gpu->load_weight(sg), ug = gpu->load_weight(su);
+            for (int64_t m : {1, 4, 16}) {
+                auto x = randn(m * sh.k);
+                std::vector<float> ref(m * sh.n);
+                if (sh.glu)
+                    cpu.linear_silu_mul(host(x, {m, sh.k}), gc, uc, host(ref, {m, sh.n}));
+                else
+                    cpu.linear(host(x, {m, sh.k}), gc, host(ref, {m, sh.n}));
+                auto run = [&] {
+                    Tensor out = poisoned(DType::F32, {m, sh.n});
+                    if (sh.glu)
+                        gpu->linear_silu_mul(dev(x, {m, sh.k}), gg, ug, out);
+                    else
+                        gpu->linear(dev(x, {m, sh.k}), gg, out);
+                    return fetch(out);
+                };
+                for (int64_t max_split : {int64_t{1}, int64_t{3}, int64_t{8}}) {
+                    SCOPED_TRACE(::testing::Message() << weight_format_name(format) << " n " << sh.n
+                                                      << " k " << sh.k << (sh.glu ? " gated" : "")
+                                                      << " m " << m << " max split " << max_split);
+                    ScopedChoices chosen(
+                        *gpu, [max_split](KernelChoices& kc) { kc.skinny_max_split = max_split; });
+                    const std::vector<float> first = run();
+                    EXPECT_LE(rel_err(first, ref), kF32Tol);
+                    const std::vector<float> second = run();
+                    EXPECT_EQ(
+                        0, std::memcmp(first.data(), second.data(), first.size() * sizeof(float)))
+                        << "a second launch gave other bits";
                 }
             }
         }

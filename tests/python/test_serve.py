@@ -671,3 +671,25 @@ def test_tp8_on_one_gpu_answers_as_tp1_and_exits_on_sigterm():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def test_metrics_time_the_decode_steps(server):
+    """A lone request of 16 tokens: its prefill step samples the first token, and each of the
+    other 15 comes from a step in which it is the only sequence and decodes; /metrics counts
+    those steps, their sequences and their seconds (within the request's own time)."""
+    before = wait_idle(server)
+    start = time.time()
+    r = server.client().completions.create(model=MODEL, prompt=f"time the steps {time.time()}",
+                                           max_tokens=16, temperature=0,
+                                           extra_body={"ignore_eos": True})
+    wall = time.time() - start
+    assert r.usage.completion_tokens == 16
+    m = wait_idle(server)
+    steps = m["myriad_engine_decode_steps_total"] - before["myriad_engine_decode_steps_total"]
+    seqs = (m["myriad_engine_decode_step_sequences_total"]
+            - before["myriad_engine_decode_step_sequences_total"])
+    secs = (m["myriad_engine_decode_step_seconds_total"]
+            - before["myriad_engine_decode_step_seconds_total"])
+    assert steps == 15, m
+    assert seqs == steps
+    assert 0 < secs < wall

@@ -332,12 +332,22 @@ const Weight* CudaOps::exact_low(const Weight& w) const {
                : nullptr;
 }
 
+void CudaOps::use_split_workspace(SkinnyArgs& a) {
+    auto* base = static_cast<uint8_t*>(split_ws_.data());
+    a.split_partials = reinterpret_cast<float*>(base);
+    a.split_floats = kSplitFloats;
+    a.split_counters =
+        reinterpret_cast<uint32_t*>(base + static_cast<size_t>(kSplitFloats) * sizeof(float));
+    a.split_counter_count = kSplitCounters;
+}
+
 void CudaOps::linear_skinny(Tensor x, const Weight& w, Tensor out) {
     const int64_t k = x.dim(-1), m = x.numel() / k;
     MYRIAD_CHECK(reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && k % 8 == 0,
                  "linear: input rows of {} at {} are not 16-byte aligned", k, x.data);
     SkinnyArgs a = rows_args(x.ptr<float>(), m, k, w.rows, out.ptr<float>());
     a.single = matrix(w);
+    use_split_workspace(a);
     skinny_linear(qformat(w), a, choices_, stream_);
     if (profile_) {  // per shape, so the costly linears can be told apart
         static std::map<std::pair<int64_t, int64_t>, std::string> labels;
@@ -360,6 +370,7 @@ void CudaOps::linear_silu_mul(Tensor x, const Weight& gate, const Weight& up, Te
     a.single = matrix(gate);
     a.single_up = matrix(up);
     a.glu = true;
+    use_split_workspace(a);
     skinny_linear(qformat(gate), a, choices_, stream_);
     check("linear_silu_mul");
 }

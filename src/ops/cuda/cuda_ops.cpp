@@ -59,6 +59,9 @@ CudaOps::CudaOps(int device, const KernelChoices& choices) : device_(device), ch
     check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
     lt_workspace_ = DeviceBuffer(kLtWorkspace);
     sample_edits_ = DeviceBuffer(kEditPiece * sizeof(LogitEdit));
+    split_ws_ = DeviceBuffer(static_cast<size_t>(kSplitFloats) * sizeof(float) +
+                             static_cast<size_t>(kSplitCounters) * sizeof(uint32_t));
+    check_cuda(cudaMemset(split_ws_.data(), 0, split_ws_.size()), "skinny split workspace");
     profile_ = choices_.profile;
     graphs_enabled_ = choices_.graphs && !profile_;
     if (const char* v = std::getenv("MYRIAD_PINNED_STAGING")) staging_on_ = std::string(v) != "0";

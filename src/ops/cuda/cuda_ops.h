@@ -231,6 +231,14 @@ class CudaOps final : public Ops {
     std::vector<DeviceBuffer> chunks_;
     size_t used_ = 0, total_used_ = 0, peak_ = 0;
 
+    // The skinny kernel's workspace for products whose K is split over blocks (SkinnyArgs::
+    // split_partials): kSplitFloats sums, then kSplitCounters counters kept at zero between
+    // launches. Allocated with the backend (never inside a step or a capture).
+    static constexpr int64_t kSplitFloats = int64_t{1} << 20;
+    static constexpr int64_t kSplitCounters = 4096;
+    DeviceBuffer split_ws_;
+    void use_split_workspace(SkinnyArgs& a);
+
     // BF16 staging of a weight tile for the cuBLASLt path (grown at load, never in a step).
     DeviceBuffer dequant_tile_;
     size_t dequant_tile_elems_ = 0;

@@ -100,6 +100,13 @@ struct SkinnyArgs {
     int64_t n = 0, k = 0;
     float* out = nullptr;
     int64_t ldo = 0;
+    // Workspace of a dense product whose K may be split over blocks (KernelChoices::
+    // skinny_split_blocks): F32 sums of each share, and one counter per column block, zero
+    // between launches (the last block of each resets its own). Null: never split.
+    float* split_partials = nullptr;
+    int64_t split_floats = 0;
+    uint32_t* split_counters = nullptr;
+    int64_t split_counter_count = 0;
 };
 // kc.skinny: v2 (16-byte loads, K split over lanes, x staged in shared memory) for tiles of at
 // most four rows and dense products of at most 16 where it applies, or v1 throughout.

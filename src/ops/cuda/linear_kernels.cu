@@ -349,6 +349,38 @@ __device__ __forceinline__ void seg_dot(const Seg<F>& g, const Seg<F>& gu, const
     }
 }
 
+// The end of a product whose K is split over `split` blocks (grid z): each block has written its
+// share's sums of columns [c0, c0 + cols) and rows [r0, r1) into a.split_partials; the block
+// that counts last (counter `slot`, reset by it for the next launch or graph replay) adds the
+// shares in order 0, 1, ..., so the result's bits do not depend on which block ends last.
+template <bool Glu>
+__device__ __forceinline__ void split_join(const SkinnyArgs& a, int split, int64_t slot, int64_t c0,
+                                           int64_t cols, int64_t r0, int64_t r1, int& last) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(a.split_counters + slot, 1u) == static_cast<unsigned>(split - 1);
+        if (last) atomicExch(a.split_counters + slot, 0u);
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const int64_t plane = int64_t(split) * a.m * a.n;
+    for (int64_t i = threadIdx.x; i < (r1 - r0) * cols; i += blockDim.x) {
+        const int64_t r = r0 + i / cols, c = c0 + i % cols;
+        if (c >= a.n) continue;
+        float s = 0.0f, u = 0.0f;
+        for (int z = 0; z < split; ++z) {
+            const float* part = a.split_partials + (z * a.m + r) * a.n + c;
+            s += __ldcg(part);
+            if constexpr (Glu) u += __ldcg(part + plane);
+        }
+        float result = s;
+        if constexpr (Glu) result = s / (1.0f + expf(-s)) * u;
+        a.out[r * a.ldo + c] = result;
+    }
+}
+
 // Grid: x the groups of 256 / tpc columns times `fold`, y the tile (with a.tiles) or the group,
 // z passes over the group's rows (without tiles), as v1. tpc = 1 << tpc_log2 lanes share a
 // column. Without tiles, the first `fold` passes of R rows are folded into x (block x: column
@@ -356,8 +388,9 @@ __device__ __forceinline__ void seg_dot(const Seg<F>& g, const Seg<F>& gu, const
 // run side by side and all but the first find them in L2.
 template <QFormat F, bool Glu, int R>
 __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
-    skinny_v2_kernel(SkinnyArgs a, int tpc_log2, int fold) {
+    skinny_v2_kernel(SkinnyArgs a, int tpc_log2, int fold, int split) {
     extern __shared__ float4 xs[];  // [R][kV2ChunkPhys / 4], chunk q of a row at q + q / 8
+    __shared__ int last_of_split;
     constexpr int E = kSegElems<F>, U = kV2Unroll<Glu>;
     const int tpc = 1 << tpc_log2, sub = threadIdx.x & (tpc - 1);
     const int64_t cols_per_block = kV2Threads >> tpc_log2;
@@ -378,8 +411,10 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     }
     QMatrix w_up;
     if constexpr (Glu) w_up = group_matrix(a, g, true);
-    const int64_t step = a.tiles ? R : int64_t(gridDim.z) * fold * R;
-    const int64_t first = begin + (a.tiles ? 0 : (int64_t(blockIdx.z) * fold + pass) * R);
+    // With split > 1 (dense products only, one z pass: launch_v2), z is the share of K.
+    const int64_t zpass = split > 1 ? 0 : int64_t(blockIdx.z);
+    const int64_t step = a.tiles ? R : int64_t(split > 1 ? 1 : gridDim.z) * fold * R;
+    const int64_t first = begin + (a.tiles ? 0 : (zpass * fold + pass) * R);
     if (!seg_fits<F>(w) || (Glu && !seg_fits<F>(w_up))) {
         pdl_wait();
         // A matrix of the table that v2 cannot read (the host checked k and x only): v1 with one
@@ -395,6 +430,14 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
     }
     const bool active = col < a.n;
     const int segs = static_cast<int>(a.k / E);
+    // This block's rounds of tpc * U segments: all, or share blockIdx.z of `split`.
+    const int round_segs = tpc * U;
+    const int rounds = (segs + round_segs - 1) / round_segs;
+    const int seg_begin =
+        split > 1 ? static_cast<int>(blockIdx.z) * rounds / split * round_segs : 0;
+    const int seg_end =
+        split > 1 ? min(segs, (static_cast<int>(blockIdx.z) + 1) * rounds / split * round_segs)
+                  : segs;
     bool waited = !early_loads;
     SegRow<F> wr, ur;
     if (active) {
@@ -408,20 +451,19 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
         float acc[R], acc_up[R];
         start_rows<R>(a, r0, rows, xr, acc, acc_up);
 #pragma unroll 1
-        for (int base = 0; base < segs; base += tpc * U) {
+        for (int base = seg_begin; base < seg_end; base += round_segs) {
             Seg<F> gw[U], gu[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int sg = base + sub + u * tpc;
-                if (active && sg < segs) {
+                if (active && sg < seg_end) {
                     gw[u] = load_seg<F>(wr, static_cast<uint32_t>(sg * E));
                     if constexpr (Glu) gu[u] = load_seg<F>(ur, static_cast<uint32_t>(sg * E));
                 }
             }
             // Stage this round's x (the previous round's, or pass's, reads done first).
             const int c0 = base * E;
-            const int span =
-                static_cast<int>(a.k) - c0 < tpc * U * E ? static_cast<int>(a.k) - c0 : tpc * U * E;
+            const int span = seg_end * E - c0 < round_segs * E ? seg_end * E - c0 : round_segs * E;
             const int chunks = span / 4;
             if (!waited) {  // the first round's weights are in flight: now x must be ready
                 pdl_wait();
@@ -440,7 +482,7 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int sg = base + sub + u * tpc;
-                if (active && sg < segs) {
+                if (active && sg < seg_end) {
                     // The segment's first chunk in the round, padded: lanes of a quarter warp
                     // read consecutive segments, 9 chunks apart, so different bank groups.
                     const int q0 = (sg - base) * (E / 4);
@@ -465,6 +507,14 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
                     s += __shfl_xor_sync(0xffffffffu, s, o);
                     if constexpr (Glu) u += __shfl_xor_sync(0xffffffffu, u, o);
                 }
+                if (split > 1) {  // this share's sums; the block that ends last adds them
+                    if (active && sub == 0) {
+                        float* part = a.split_partials + (blockIdx.z * a.m + r0 + m) * a.n + col;
+                        part[0] = s;
+                        if constexpr (Glu) part[int64_t(split) * a.m * a.n] = u;
+                    }
+                    continue;
+                }
                 float result = s;
                 if constexpr (Glu) result = s / (1.0f + expf(-s)) * u;
                 if (active && sub == 0) a.out[(r0 + m) * a.ldo + col] = result;
@@ -472,6 +522,9 @@ __global__ void __launch_bounds__(kV2Threads, kV2MinBlocks<F, Glu, R>)
         }
     }
     if (!waited) pdl_wait();  // a pass with no rows: still not done before the previous kernel
+    if (split > 1)
+        split_join<Glu>(a, split, blockIdx.x, cg * cols_per_block, cols_per_block, first,
+                        end < first + R ? end : first + R, last_of_split);
 }
 
 template <QFormat F, bool Glu, int U, int R>
@@ -495,8 +548,25 @@ void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
 // a quantised format, at most four rows per tile or group, K a multiple of the segment, 16-byte
 // x rows, and (without a table) matrices v2 can read; the kernel checks a table's matrices.
 
+// Shares of K for a dense product of `blocks` column blocks (and z row passes) whose K takes
+// `rounds` rounds: enough to make kc.skinny_split_blocks blocks, at most one round each and
+// kc.skinny_max_split, where the caller's workspace holds the shares' sums; 1: no split.
+// (A product of few columns and large K, such as Kimi-K2's replicated kv_a of 576 x 7168 at
+// TP 8, otherwise runs 72 blocks on 132 multiprocessors, each through four rounds.)
+int skinny_split(const SkinnyArgs& a, const KernelChoices& kc, int64_t blocks, int64_t z,
+                 int64_t rounds, bool glu) {
+    if (a.tiles || a.table || a.groups != 1 || a.x_rows || z != 1 || rounds < 2 ||
+        a.split_partials == nullptr || blocks >= kc.skinny_split_blocks)
+        return 1;
+    int64_t split = (kc.skinny_split_blocks + blocks - 1) / blocks;
+    split = std::min(std::min(split, rounds), kc.skinny_max_split);
+    while (split > 1 && split * a.m * a.n * (glu ? 2 : 1) > a.split_floats) --split;
+    if (blocks > a.split_counter_count) return 1;
+    return static_cast<int>(split);
+}
+
 template <QFormat F, bool Glu>
-bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
+bool launch_v2(const SkinnyArgs& a, int32_t rows, const KernelChoices& kc, cudaStream_t s) {
     constexpr int E = kSegElems<F>, U = kV2Unroll<Glu>;
     if (a.k <= 0 || a.k % E != 0 || a.ldx % 4 != 0 || reinterpret_cast<uintptr_t>(a.x) % 16 != 0)
         return false;
@@ -517,11 +587,17 @@ bool launch_v2(const SkinnyArgs& a, int32_t rows, cudaStream_t s) {
         // Up to four passes folded into x (16 rows: the skinny kernels' most).
         const int64_t fold = !a.tiles && passes <= 4 ? passes : 1;
         const int64_t z = (passes + fold - 1) / fold;
-        dim3 grid(static_cast<unsigned>((a.n + cols_per_block - 1) / cols_per_block * fold),
+        const int64_t blocks = (a.n + cols_per_block - 1) / cols_per_block * fold;
+        const int64_t round_segs = int64_t(U) << tpc_log2;
+        const int split = skinny_split(a, kc, blocks, z, (segs + round_segs - 1) / round_segs, Glu);
+        dim3 grid(static_cast<unsigned>(blocks),
                   static_cast<unsigned>(a.tiles ? a.max_tiles : a.groups),
-                  static_cast<unsigned>(a.tiles ? 1 : (z > 64 ? 64 : z)));
+                  static_cast<unsigned>(split > 1 ? split
+                                        : a.tiles ? 1
+                                                  : (z > 64 ? 64 : z)));
         const size_t smem = static_cast<size_t>(rr) * kV2ChunkPhys * sizeof(float);
-        launch_pdl(kernel, grid, dim3(kV2Threads), smem, s, a, tpc_log2, static_cast<int>(fold));
+        launch_pdl(kernel, grid, dim3(kV2Threads), smem, s, a, tpc_log2, static_cast<int>(fold),
+                   split);
     };
     if (r <= 1)
         go(skinny_v2_kernel<F, Glu, 1>, 1);
@@ -539,7 +615,7 @@ void launch_skinny(const SkinnyArgs& a, const KernelChoices& kc, cudaStream_t s)
     // (v1 took 24 us for an 8-row BF16 product of 12.6 MB: CUPTI, H200, batch 8).
     const int32_t rows = a.tiles ? a.tile_rows : static_cast<int32_t>(a.max_rows);
     if ((rows <= 4 || (!a.tiles && rows <= 16)) && kc.skinny != KernelVariant::V1 &&
-        (a.glu ? launch_v2<F, true>(a, rows, s) : launch_v2<F, false>(a, rows, s)))
+        (a.glu ? launch_v2<F, true>(a, rows, kc, s) : launch_v2<F, false>(a, rows, kc, s)))
         return;
     if (rows <= 4) return launch_glu<F, kUnroll<F>, 4>(a, s);
     // A narrow product over many rows (the router's 64 or so columns, at batch 64 or a prefill
