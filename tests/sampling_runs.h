@@ -60,6 +60,7 @@ struct KindsRun {
     std::vector<size_t> only;
     bool top_k_everywhere = false;
     int64_t* gathered_bytes = nullptr;
+    PadDrafts pad = PadDrafts::Auto;  // EngineConfig::pad_drafts
 };
 
 // One engine (`run.tp` ranks on `device`, sampling `mode`, warm-up `warm`) running every kind at

@@ -109,6 +109,40 @@ TEST(SpeculativeKinds, EverySamplingKindUnchangedByDrafts) {
     }
 }
 
+// Drafts of different lengths in one step (and sequences without one) padded to the longest
+// (EngineConfig::pad_drafts, on where the backend samples: the CUDA graphs' one shape a step):
+// with the padding forced on and off on the CPU, engine and backend sampling, every kind's
+// output is the plain one, and the padding did run (and only when asked).
+TEST(SpeculativeKinds, PaddedDraftsChangeNothing) {
+    for (BackendSampling mode : {BackendSampling::Off, BackendSampling::On}) {
+        const auto plain = run_request_kinds(Device::Cpu, mode);
+        for (PadDrafts pad : {PadDrafts::On, PadDrafts::Off}) {
+            SCOPED_TRACE(::testing::Message()
+                         << (mode == BackendSampling::On ? "backend" : "engine") << " sampling, "
+                         << (pad == PadDrafts::On ? "padded" : "not padded"));
+            KindsRun run;
+            run.pad = pad;
+            EngineStats st;
+            auto drafter = std::make_shared<ReplayDrafter>(outcome_tokens(plain), 320);
+            const auto spec =
+                run_request_kinds(Device::Cpu, mode, WarmUp::Auto, drafter, 4, &st, run);
+            ASSERT_EQ(spec.size(), plain.size());
+            for (size_t i = 0; i < plain.size(); ++i) {
+                EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "request kind " << i;
+                EXPECT_EQ(spec[i].reason, plain[i].reason) << "request kind " << i;
+                ASSERT_EQ(spec[i].logprobs.size(), plain[i].logprobs.size()) << i;
+                for (size_t j = 0; j < plain[i].logprobs.size(); ++j)
+                    EXPECT_NEAR(spec[i].logprobs[j], plain[i].logprobs[j], kLogprobTol) << i;
+            }
+            EXPECT_GT(st.spec_accepted_tokens, 0);
+            if (pad == PadDrafts::On)
+                EXPECT_GT(st.spec_pad_rows, 0);
+            else
+                EXPECT_EQ(st.spec_pad_rows, 0);
+        }
+    }
+}
+
 // The warm-up step of a speculating engine has k + 1 logit rows a sequence (its workspaces
 // sized for verification steps); what follows is unchanged.
 TEST(SpeculativeKinds, WarmUpWithSpeculation) {

@@ -102,6 +102,9 @@ std::string Metrics::render(const EngineStats& e, bool ready) const {
           "counter");
     gauge("myriad_spec_decode_num_accepted_tokens_total", "draft tokens the model agreed with",
           e.spec_accepted_tokens, "counter");
+    gauge("myriad_spec_decode_num_padding_tokens_total",
+          "rows that padded shorter drafts to a step's longest (one shape: graph replay), dropped",
+          e.spec_pad_rows, "counter");
     out += fmt::format(
         "# HELP myriad_spec_decode_acceptance_rate accepted / drafted tokens so far (0 before "
         "any draft)\n# TYPE myriad_spec_decode_acceptance_rate gauge\n"

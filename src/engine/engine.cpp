@@ -265,18 +265,26 @@ bool Engine::step() {
     }
 
     const auto step_start = std::chrono::steady_clock::now();
-    bool decode_only = true;
-    for (const ScheduledSeq& s : batch)
-        decode_only = decode_only && s.sample && s.num_tokens == 1 + s.draft;
     StepLimits limits;
     limits.vocab = workers_.config().vocab_size;
     limits.max_model_len = max_model_len_;
     limits.block_size = blocks_.block_size();
     limits.backend_samples = workers_.backend_samples();
     limits.observe_logits = static_cast<bool>(config_.logits_observer);
-    BuiltStep built = build_step(batch, limits);
     const bool hidden = drafter_ && drafter_->wants_hidden();
+    // Drafts padded to one length where steps replay graphs (a drafter reading hidden states
+    // runs its steps op by op anyway).
+    limits.pad_drafts = !hidden && drafter_ &&
+                        (config_.pad_drafts == PadDrafts::On ||
+                         (config_.pad_drafts == PadDrafts::Auto && limits.backend_samples));
+    limits.max_rows = config_.scheduler.max_num_batched_tokens;
+    limits.free_blocks = [this] { return blocks_.num_free(); };
+    limits.grow = [this](Sequence& s, int64_t tokens) { return blocks_.grow(s.blocks, tokens); };
+    BuiltStep built = build_step(batch, limits);
     built.input.eager = built.input.eager || hidden;
+    bool decode_only = true;
+    for (const ScheduledSeq& s : batch)
+        decode_only = decode_only && s.sample && s.num_tokens == 1 + s.draft + s.pad;
     try {
         run_step(workers_, built, results_, hidden, hidden_layers_);
     } catch (const std::exception& e) {
@@ -331,6 +339,7 @@ void Engine::publish_stats(const StepCounts& counts, bool ran_step) {
     stats_.spec_drafts += counts.drafts;
     stats_.spec_draft_tokens += counts.draft_tokens;
     stats_.spec_accepted_tokens += counts.accepted_tokens;
+    stats_.spec_pad_rows += counts.pad_rows;
     if (counts.decode_sequences > 0) {
         ++stats_.decode_steps;
         stats_.decode_step_sequences += counts.decode_sequences;

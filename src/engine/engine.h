@@ -28,6 +28,11 @@ namespace myriad {
 // also drops every captured graph; off for the CPU, where it only costs start-up time.
 enum class WarmUp : uint8_t { Auto, On, Off };
 
+// Whether a step whose sequences verify drafts of different lengths pads them to the longest
+// (StepLimits::pad_drafts). Auto: where the backend samples on its device (CUDA, whose decode
+// graphs need one length a step); On: everywhere (tests of the padding on the CPU).
+enum class PadDrafts : uint8_t { Auto, On, Off };
+
 struct EngineConfig {
     SchedulerConfig scheduler;
     WarmUp warm_up = WarmUp::Auto;
@@ -43,6 +48,7 @@ struct EngineConfig {
     // random weights forced through real answers, verified as if it had written them). Off, a
     // forced token is never drafted: it is known without the model.
     bool draft_forced = false;
+    PadDrafts pad_drafts = PadDrafts::Auto;
 #ifdef NDEBUG
     bool check_invariants = false;  // block manager checks after every step (tests, debug builds)
 #else
@@ -59,6 +65,8 @@ struct EngineStats {
     // Speculative decoding (vLLM's spec_decode counters): sequences that verified a draft, the
     // draft tokens verified, and the ones accepted.
     int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+    // Rows that padded drafts to one length a step (EngineConfig::pad_drafts), run and dropped.
+    int64_t spec_pad_rows = 0;
     // Steps in which every sequence decodes (one new token, or a draft to verify): how many, the
     // sequences they ran (the sum of their batch sizes) and their seconds from the step's
     // building to its outputs' update. Per-token costs (constraints, drafts) are read from these

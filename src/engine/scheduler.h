@@ -25,6 +25,9 @@ struct ScheduledSeq {
     int64_t num_tokens = 0;  // new tokens of this sequence in the step (its draft included)
     bool sample = false;     // the step reaches its last token: sample the next one
     int64_t draft = 0;       // of num_tokens, the tokens of seq->draft verified in this step
+    // Of num_tokens, rows after the draft that only make every sequence of the step as long
+    // (build_step's padding, for graph replay); their outputs are dropped, their KV rolled back.
+    int64_t pad = 0;
 };
 
 class Scheduler {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <stdexcept>
 
 #include "engine/sampler.h"
 #include "util/error.h"
@@ -46,12 +47,13 @@ bool allows(const StepSampling& sampling, int32_t mask, TokenId t) {
 // The masks of a sampled sequence's rows, its draft cut before the first token the grammar
 // refuses (or after one that ends the document: nothing may follow it). The processor is
 // left as it was.
-void mask_rows(ScheduledSeq& s, const StepLimits& limits, BuiltStep& b) {
+void mask_rows(ScheduledSeq& s, const StepLimits& limits, BuiltStep& b,
+               std::vector<int32_t>& row_mask) {
     Sequence& seq = *s.seq;
     size_t tried = 0;
     for (int64_t i = 0;; ++i) {
         const int32_t m = add_mask(seq, i, limits, b.sampling);
-        b.row_mask.push_back(m);
+        row_mask.push_back(m);
         if (i == s.draft) break;
         const TokenId t = seq.draft[static_cast<size_t>(i)];
         bool cut = !allows(b.sampling, m, t);
@@ -61,7 +63,7 @@ void mask_rows(ScheduledSeq& s, const StepLimits& limits, BuiltStep& b) {
             cut = v != TokenProcessor::Verdict::Continue;
             if (cut && v == TokenProcessor::Verdict::Complete) {
                 ++i;  // the draft may end with it; the row after it is not sampled from
-                b.row_mask.push_back(-1);
+                row_mask.push_back(-1);
             }
         }
         if (cut) {
@@ -75,14 +77,48 @@ void mask_rows(ScheduledSeq& s, const StepLimits& limits, BuiltStep& b) {
     s.num_tokens = 1 + s.draft;
 }
 
+// Pads every sequence's draft to the longest of the step (ScheduledSeq::pad) where all of them
+// decode, some verify a draft, not all of the same length, and the rows and blocks allow it.
+void pad_drafts(std::vector<ScheduledSeq>& batch, const StepLimits& limits) {
+    int64_t longest = 0, shortest = INT64_MAX;
+    for (const ScheduledSeq& s : batch) {
+        if (!s.sample || s.num_tokens != 1 + s.draft || !s.seq->decoding()) return;
+        longest = std::max(longest, s.draft);
+        shortest = std::min(shortest, s.draft);
+    }
+    if (longest == 0 || shortest == longest) return;
+    const int64_t bs = limits.block_size;
+    int64_t rows = 0, blocks = 0;
+    for (const ScheduledSeq& s : batch) {
+        const int64_t tokens = s.seq->num_computed + 1 + longest;
+        rows += 1 + longest;
+        blocks += std::max<int64_t>(
+            0, (tokens + bs - 1) / bs - static_cast<int64_t>(s.seq->blocks.size()));
+    }
+    if (rows > limits.max_rows || blocks > limits.free_blocks()) return;
+    for (ScheduledSeq& s : batch) {
+        if (s.draft == longest) continue;
+        if (!limits.grow(*s.seq, s.seq->num_computed + 1 + longest))
+            throw std::logic_error("build_step: blocks counted free for the padding ran out");
+        s.pad = longest - s.draft;
+        s.num_tokens = 1 + longest;
+    }
+}
+
 }  // namespace
 
 BuiltStep build_step(std::vector<ScheduledSeq>& batch, const StepLimits& limits) {
     BuiltStep b;
     StepInput& st = b.input;
-    // Structured output first: it may cut drafts, and so the rows.
-    for (ScheduledSeq& s : batch)
-        if (s.sample) mask_rows(s, limits, b);
+    // Structured output first: it may cut drafts, and so the rows; then the padding.
+    std::vector<std::vector<int32_t>> masks(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i)
+        if (batch[i].sample) mask_rows(batch[i], limits, b, masks[i]);
+    if (limits.pad_drafts) pad_drafts(batch, limits);
+    for (size_t i = 0; i < batch.size(); ++i) {
+        b.row_mask.insert(b.row_mask.end(), masks[i].begin(), masks[i].end());
+        b.row_mask.insert(b.row_mask.end(), static_cast<size_t>(batch[i].pad), -1);
+    }
 
     const int64_t vocab = limits.vocab, bs = limits.block_size;
     for (const ScheduledSeq& s : batch) {
@@ -92,7 +128,7 @@ BuiltStep build_step(std::vector<ScheduledSeq>& batch, const StepLimits& limits)
         slice.q_len = s.num_tokens;
         slice.ctx_len = seq.num_computed + s.num_tokens;
         slice.block_table = seq.blocks;
-        slice.draft = s.draft;
+        slice.draft = s.draft + s.pad;
         st.seqs.push_back(std::move(slice));
         if (seq.wants_prompt_logprobs()) {
             // Position p's logits give the logprob of prompt token p + 1; the prefix cache
@@ -115,15 +151,18 @@ BuiltStep build_step(std::vector<ScheduledSeq>& batch, const StepLimits& limits)
         for (int64_t i = 0; i < s.num_tokens; ++i) {
             const int64_t pos = seq.num_computed + i;
             const int64_t known = static_cast<int64_t>(seq.tokens.size());
-            st.token_ids.push_back(pos < known ? seq.tokens[pos]
-                                               : seq.draft[static_cast<size_t>(pos - known)]);
+            const int64_t d = pos - known;  // a draft row (or padding past the draft)
+            st.token_ids.push_back(d < 0         ? seq.tokens[pos]
+                                   : d < s.draft ? seq.draft[static_cast<size_t>(d)]
+                                   : s.draft > 0 ? seq.draft[static_cast<size_t>(s.draft - 1)]
+                                                 : seq.tokens.back());
             st.positions.push_back(static_cast<int32_t>(pos));
             st.slots.push_back(
                 static_cast<int64_t>(seq.blocks[static_cast<size_t>(pos / bs)]) * bs + pos % bs);
         }
         if (s.sample) {
             b.first_row.push_back(static_cast<int32_t>(st.logit_rows.size()));
-            for (int64_t i = s.num_tokens - 1 - s.draft; i < s.num_tokens; ++i)
+            for (int64_t i = s.num_tokens - 1 - s.draft - s.pad; i < s.num_tokens; ++i)
                 st.logit_rows.push_back(static_cast<int32_t>(q_begin + i));
         }
     }
@@ -135,8 +174,16 @@ BuiltStep build_step(std::vector<ScheduledSeq>& batch, const StepLimits& limits)
     for (const ScheduledSeq& s : batch) {
         if (!s.sample) continue;
         const Sequence& seq = *s.seq;
-        for (int64_t i = 0; i <= s.draft; ++i, ++row) {
+        for (int64_t i = 0; i <= s.draft + s.pad; ++i, ++row) {
             const int64_t generated = seq.num_output() + i;
+            if (i > s.draft) {  // padding: drawn on the device with no edits, then dropped
+                SampleRow r = sample_row(seq.params, seq.seed, generated);
+                r.host = false;
+                r.mask = -1;
+                r.edits_begin = r.edits_end = static_cast<int32_t>(b.sampling.edits.size());
+                b.sampling.rows.push_back(r);
+                continue;
+            }
             const bool host = limits.observe_logits || seq.params.top_logprobs >= 0 ||
                               seq.processor.forced(generated) >= 0;
             SampleRow r = sample_row(seq.params, seq.seed, generated);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,15 @@ struct StepLimits {
     int64_t block_size = 0;        // tokens per KV block
     bool backend_samples = false;  // the workers choose tokens on their device
     bool observe_logits = false;   // an observer wants every sampled row's logits
+    // Pad the drafts of a step whose sequences all decode but verify drafts of different
+    // lengths (or none) to the longest, so the step has one shape and replays a captured graph
+    // (CUDA; a step of mixed lengths runs op by op), where the step stays within max_rows rows
+    // and free_blocks() blocks cover the padding's KV; grow gives a sequence's table the blocks
+    // of that many tokens.
+    bool pad_drafts = false;
+    int64_t max_rows = 0;
+    std::function<int64_t()> free_blocks;
+    std::function<bool(Sequence&, int64_t)> grow;
 };
 
 struct BuiltStep {
@@ -36,7 +46,9 @@ struct BuiltStep {
 };
 
 // Builds the step of `batch`, cutting drafts the grammar refuses (ScheduledSeq::draft,
-// num_tokens and the sequence's draft shrink with them).
+// num_tokens and the sequence's draft shrink with them), then padding drafts where
+// limits.pad_drafts asks (ScheduledSeq::pad; the padding rows repeat the sequence's last token,
+// are sampled from no mask and never reach its output).
 BuiltStep build_step(std::vector<ScheduledSeq>& batch, const StepLimits& limits);
 
 // The output a sequence would have after its first `i` draft tokens.

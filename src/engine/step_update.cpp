@@ -56,7 +56,7 @@ std::vector<SeqOutcome> update_after_step(const std::vector<ScheduledSeq>& batch
             const size_t row = first + static_cast<size_t>(i);
             float* logits = results.logits.data() + row * static_cast<size_t>(vocab);
             if (limits.observer && *limits.observer)
-                (*limits.observer)(seq.id, before + s.num_tokens - 1 - s.draft + i, logits);
+                (*limits.observer)(seq.id, before + s.num_tokens - 1 - s.draft - s.pad + i, logits);
             const int64_t index = seq.num_output();
             const TokenId forced = seq.processor.forced(index);
             const int32_t mask = step.row_mask[row];
@@ -114,7 +114,11 @@ std::vector<SeqOutcome> update_after_step(const std::vector<ScheduledSeq>& batch
             counts.accepted_tokens += accepted;
             seq.draft_limit =
                 next_draft_limit(seq.draft_limit, s.draft, accepted, limits.max_draft);
-            // The rejected tokens' KV is not the sequence's: it covers its tokens but the last.
+        }
+        counts.pad_rows += s.pad;
+        if (s.draft + s.pad > 0) {
+            // The rejected tokens' (and the padding's) KV is not the sequence's: it covers its
+            // tokens but the last.
             seq.num_computed =
                 std::min(seq.num_computed, static_cast<int64_t>(seq.tokens.size()) - 1);
             if (o.finish == FinishReason::None)

@@ -35,6 +35,7 @@ struct StepCounts {
     int64_t drafts = 0;           // sequences that verified a draft
     int64_t draft_tokens = 0;     // draft tokens verified
     int64_t accepted_tokens = 0;  // of those, the ones the model agreed with
+    int64_t pad_rows = 0;         // padding rows (ScheduledSeq::pad) run and dropped
     // Set by the engine for a step in which every sequence decoded: its sequences and seconds.
     int64_t decode_sequences = 0;
     double decode_seconds = 0;
