@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 import llguidance
+import numpy as np
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,8 +62,9 @@ def test_masks_agree_with_llguidance(name, tokenizer, tmp_path):
         m = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         assert m.consume_tokens(step["ids"]), ("llguidance refuses our prefix",
                                                tokenizer.decode_str(step["ids"]), m.get_error())
-        mask = m.compute_bitmask()
-        theirs = [i for i in range(n) if mask[i >> 3] >> (i & 7) & 1]
+        # Bit i of the bitmask (little-endian within each byte) allows token i.
+        bits = np.unpackbits(np.frombuffer(bytes(m.compute_bitmask()), np.uint8), bitorder="little")
+        theirs = np.flatnonzero(bits[:n]).tolist()
         where = tokenizer.decode_str(step["ids"])
         if "allowed" not in step:
             assert (len(theirs), sum(theirs)) == (step["count"], step["sum"]), where

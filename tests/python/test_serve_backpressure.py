@@ -22,6 +22,9 @@ import requests
 from test_serve import MODEL, Server
 
 MAX_TOKENS = 4000  # far more than fits in the buffers: the stream must stop long before
+# The stream that is read again after its pause: the pause comes after ~100 tokens (16 KiB unsent),
+# so 1000 still pauses long before its end, and the resumed read is not 4000 tokens of decoding.
+RESUME_MAX_TOKENS = 1000
 WRITE_TIMEOUT = 4
 
 
@@ -32,13 +35,13 @@ def server():
     s.stop()
 
 
-def open_stream(server):
+def open_stream(server, max_tokens=MAX_TOKENS):
     """A streaming request on a socket that reads nothing; returns (socket, its local port)."""
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(("127.0.0.1", server.port))
     body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
-                       "stream": True, "max_tokens": MAX_TOKENS, "ignore_eos": True,
+                       "stream": True, "max_tokens": max_tokens, "ignore_eos": True,
                        "temperature": 0}).encode()
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -100,7 +103,7 @@ def test_silent_client_is_paused_then_cancelled(server):
 
 
 def test_client_that_reads_again_gets_the_whole_stream(server):
-    sock, port = open_stream(server)
+    sock, port = open_stream(server, RESUME_MAX_TOKENS)
     try:
         wait_for_log(server, rf"client 127\.0\.0\.1:{port} is not reading its stream", 120)
         sock.settimeout(60)
