@@ -81,6 +81,10 @@ class Grammar {
     struct CachedMask {
         std::vector<uint32_t> words;
         uint64_t max_after = 0;
+        // The distinct bytes the allowed tokens leave to complete the document, ascending: a
+        // budget's mask is that of the largest of them within it, so budgets between two of
+        // them share one cached mask (a sequence's budget falls by one every step).
+        std::vector<uint64_t> needs;
     };
     const CachedMask* cached_mask(uint64_t vocab_uid, StateId state) const;
     void store_mask(uint64_t vocab_uid, StateId state, CachedMask mask) const;

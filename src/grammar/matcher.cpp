@@ -80,11 +80,14 @@ void Matcher::fill_mask(std::span<uint32_t> mask, uint64_t budget) {
     if (!cached) {
         Grammar::CachedMask fresh;
         fresh.words.assign(words, 0u);
-        fresh.max_after = walk(s, fresh.words, kNoBudget);
+        fresh.max_after = walk(s, fresh.words, kNoBudget, &fresh.needs);
         grammar_->store_mask(vocab_->uid(), s, std::move(fresh));
         cached = grammar_->cached_mask(vocab_->uid(), s);
     }
     if (cached->max_after > budget) {  // some token would leave too much to finish
+        // The mask of the largest need within the budget is this budget's (the same tokens).
+        auto at = std::upper_bound(cached->needs.begin(), cached->needs.end(), budget);
+        budget = at == cached->needs.begin() ? 0 : *(at - 1);
         if (const std::vector<uint32_t>* b =
                 grammar_->cached_budget_mask(vocab_->uid(), s, budget)) {
             std::memcpy(mask.data(), b->data(), words * sizeof(uint32_t));
@@ -103,7 +106,8 @@ void Matcher::fill_mask(std::span<uint32_t> mask, uint64_t budget) {
 
 // Sets the allowed tokens of `s` (within `budget`) in `mask`; returns the most bytes an allowed
 // token leaves to complete the document. The grammar's mutex is held.
-uint64_t Matcher::walk(StateId s, std::span<uint32_t> mask, uint64_t budget) const {
+uint64_t Matcher::walk(StateId s, std::span<uint32_t> mask, uint64_t budget,
+                       std::vector<uint64_t>* needs) const {
     const auto& trie = vocab_->trie();
     const auto& by_node = vocab_->tokens_by_node();
     std::vector<StateId> at_depth(vocab_->max_depth() + 1);
@@ -121,6 +125,7 @@ uint64_t Matcher::walk(StateId s, std::span<uint32_t> mask, uint64_t budget) con
             const uint64_t need = grammar_->min_bytes_to_accept_locked(next);
             if (need <= budget) {
                 max_after = std::max(max_after, need);
+                if (needs) needs->push_back(need);
                 for (uint32_t t = n.first_token; t < n.last_token; ++t)
                     mask[by_node[t] >> 5] |= 1u << (by_node[t] & 31);
             }
@@ -129,6 +134,10 @@ uint64_t Matcher::walk(StateId s, std::span<uint32_t> mask, uint64_t budget) con
     }
     if (grammar_->is_accepting_locked(s))
         for (TokenId e : vocab_->eos_ids()) mask[e >> 5] |= 1u << (e & 31);
+    if (needs) {
+        std::sort(needs->begin(), needs->end());
+        needs->erase(std::unique(needs->begin(), needs->end()), needs->end());
+    }
     return max_after;
 }
 

@@ -41,7 +41,8 @@ class Matcher {
     const Grammar& grammar() const { return *grammar_; }
 
   private:
-    uint64_t walk(StateId s, std::span<uint32_t> mask, uint64_t budget) const;
+    uint64_t walk(StateId s, std::span<uint32_t> mask, uint64_t budget,
+                  std::vector<uint64_t>* needs = nullptr) const;
 
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const Vocabulary> vocab_;

@@ -4,7 +4,10 @@
 // and bytes, shared hits), and special tokens spelled so only a grammar naming them admits them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <set>
+#include <utility>
 
 #include "grammar/grammar_cache.h"
 #include "grammar/json_schema.h"
@@ -42,14 +45,29 @@ std::vector<uint32_t> by_definition(Matcher& m, const Vocabulary& v, uint64_t bu
     return mask;
 }
 
+// The distinct bytes the allowed tokens (the end token aside) leave to complete the document.
+std::vector<uint64_t> needs_after(Matcher& m, const Vocabulary& v) {
+    std::set<uint64_t> needs;
+    for (size_t t = 0; t < v.size(); ++t) {
+        if (v.is_eos(static_cast<TokenId>(t)) || !m.accept_token(static_cast<TokenId>(t))) continue;
+        needs.insert(m.min_bytes_to_accept());
+        m.rollback(1);
+    }
+    return {needs.begin(), needs.end()};
+}
+
 }  // namespace
 
 TEST(GrammarBudget, MaskUnderABudgetMatchesItsDefinition) {
     auto v = vocab();
     auto g = compile_json_schema_text(kSchema);
     int restricted = 0;
+    // (state, budget) of the first pass's masks under a budget below some token's need, and
+    // (state, the largest need within the budget): one cached mask for each of the latter.
+    std::set<std::pair<StateId, uint64_t>> by_budget, by_need;
     // The second pass repeats the first's walks: its budget masks come from the grammar's cache
-    // (per state and budget), and must still be the definition's.
+    // (per state and the largest need within the budget: budgets between two needs share one),
+    // and must still be the definition's.
     for (int pass = 0; pass < 2; ++pass) {
         SCOPED_TRACE(pass == 0 ? "walked" : "from the cache");
         std::mt19937_64 rng(3);
@@ -59,6 +77,12 @@ TEST(GrammarBudget, MaskUnderABudgetMatchesItsDefinition) {
             for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
                 const uint64_t budget = rng() % 80;
                 m.fill_mask(mask, budget);
+                const std::vector<uint64_t> needs = needs_after(m, *v);
+                if (pass == 0 && !needs.empty() && needs.back() > budget) {
+                    by_budget.insert({m.state(), budget});
+                    auto at = std::upper_bound(needs.begin(), needs.end(), budget);
+                    by_need.insert({m.state(), at == needs.begin() ? 0 : *(at - 1)});
+                }
                 std::vector<uint32_t> want = by_definition(m, *v, budget);
                 bool any = false;
                 for (uint32_t w : want) any = any || w != 0;
@@ -80,6 +104,9 @@ TEST(GrammarBudget, MaskUnderABudgetMatchesItsDefinition) {
         }
         if (pass == 0) {
             EXPECT_GT(g->budget_masks_cached(), 0u);
+            // One mask per (state, need), fewer than (state, budget): budgets share them.
+            EXPECT_EQ(g->budget_masks_cached(), by_need.size());
+            EXPECT_LT(by_need.size(), by_budget.size());
         }
     }
     EXPECT_GT(restricted, 40);  // the budget really cut masks (20 and more a pass)
