@@ -110,7 +110,7 @@ def parallel(fn, items):
 
 
 def test_corpus_has_both_kinds():
-    assert len(SUPPORTED) >= 150 and len(UNSUPPORTED) >= 5, (len(SUPPORTED), len(UNSUPPORTED))
+    assert len(SUPPORTED) >= 200 and len(UNSUPPORTED) >= 20, (len(SUPPORTED), len(UNSUPPORTED))
 
 
 def test_every_output_over_the_schema_corpus_validates(server):
