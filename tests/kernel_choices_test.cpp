@@ -125,7 +125,8 @@ TEST(KernelChoices, MoonlightAtTp1) {
     const std::string all = joined(k.lines());
     EXPECT_TRUE(has(all,
                     "BF16 linears: skinny kernel (K in up to 8 shares where a product has fewer "
-                    "than 264 blocks) up to 16 rows, cuBLASLt"))
+                    "than 264 blocks, from 132 blocks only at 3 rounds or more) up to 16 rows, "
+                    "cuBLASLt"))
         << all;
     EXPECT_TRUE(has(all, "NVFP4 linears: dequantised in registers (W4A16) up to 16 rows")) << all;
     EXPECT_FALSE(has(all, "FP8-block")) << all;

@@ -146,6 +146,7 @@ std::vector<SamplingOutcome> run_request_kinds(Device device, BackendSampling mo
     ec.warm_up = warm;
     ec.drafter = std::move(drafter);
     ec.pad_drafts = run.pad;
+    ec.speculative.rest_after_misses = run.rest_after_misses;
     ec.speculative.num_speculative_tokens = draft_len;
     Engine engine(*m.workers, ec);
     auto kinds = request_kinds();

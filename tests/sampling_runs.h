@@ -61,6 +61,7 @@ struct KindsRun {
     bool top_k_everywhere = false;
     int64_t* gathered_bytes = nullptr;
     PadDrafts pad = PadDrafts::Auto;  // EngineConfig::pad_drafts
+    int64_t rest_after_misses = SpeculativeConfig{}.rest_after_misses;
 };
 
 // One engine (`run.tp` ranks on `device`, sampling `mode`, warm-up `warm`) running every kind at

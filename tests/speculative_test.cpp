@@ -82,6 +82,62 @@ TEST(NgramDraft, LengthFollowsTheAcceptance) {
     EXPECT_EQ(next_draft_limit(4, 0, 0, 5), 4);  // no draft: unchanged
 }
 
+TEST(NgramDraft, RestsLongerAsDraftsKeepMissing) {
+    EXPECT_EQ(next_draft_rest(1, 2), 0);  // one miss: no rest yet
+    EXPECT_EQ(next_draft_rest(2, 2), 2);
+    EXPECT_EQ(next_draft_rest(3, 2), 4);
+    EXPECT_EQ(next_draft_rest(6, 2), 32);
+    EXPECT_EQ(next_draft_rest(60, 2), 32);  // at most 32 steps
+    EXPECT_EQ(next_draft_rest(60, 0), 0);   // 0: never rests
+}
+
+// Drafts whose first token is never the model's: each is refused whole (sampled kinds too, as a
+// verified row draws what the plain row drew), and the sequences rest from drafting, so that
+// far fewer drafts run than with resting off; every kind's output is the plain one either way.
+class MissingDrafter : public Drafter {
+  public:
+    MissingDrafter(std::vector<std::vector<TokenId>> outputs, int64_t vocab)
+        : outputs_(std::move(outputs)), vocab_(vocab) {}
+    void propose(const std::vector<Sequence*>& seqs) override {
+        for (Sequence* seq : seqs) {
+            seq->draft.clear();
+            const size_t i = static_cast<size_t>(seq->id - 1);
+            const size_t n = static_cast<size_t>(seq->num_output());
+            if (i >= outputs_.size() || n >= outputs_[i].size()) continue;
+            for (int64_t j = 0; j < seq->draft_limit; ++j)
+                seq->draft.push_back(static_cast<TokenId>((outputs_[i][n] + 1 + j) % vocab_));
+        }
+    }
+
+  private:
+    std::vector<std::vector<TokenId>> outputs_;
+    int64_t vocab_;
+};
+
+TEST(SpeculativeKinds, DraftsThatKeepMissingRest) {
+    const auto plain = run_request_kinds(Device::Cpu, BackendSampling::Off);
+    int64_t drafts[2] = {0, 0};
+    for (int64_t rest_after : {int64_t{2}, int64_t{0}}) {
+        SCOPED_TRACE(::testing::Message() << "rest after " << rest_after << " misses");
+        KindsRun run;
+        run.rest_after_misses = rest_after;
+        EngineStats st;
+        auto drafter = std::make_shared<MissingDrafter>(outcome_tokens(plain), 320);
+        const auto spec = run_request_kinds(Device::Cpu, BackendSampling::Off, WarmUp::Auto,
+                                            drafter, 3, &st, run);
+        ASSERT_EQ(spec.size(), plain.size());
+        for (size_t i = 0; i < plain.size(); ++i) {
+            EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "request kind " << i;
+            EXPECT_EQ(spec[i].reason, plain[i].reason) << "request kind " << i;
+        }
+        EXPECT_EQ(st.spec_accepted_tokens, 0);
+        EXPECT_GT(st.spec_drafts, 0);
+        drafts[rest_after == 0] = st.spec_drafts;
+    }
+    EXPECT_LT(2 * drafts[0], drafts[1]) << "resting ran " << drafts[0] << " drafts, not resting "
+                                        << drafts[1];
+}
+
 // Every sampling kind (greedy, temperatures with top-k/top-p/min-p, penalties, logit bias,
 // min_tokens, logprobs, forced tokens, structured output with and without reasoning), the
 // engine sampling and the backend sampling: drafts that are partly right change nothing.

@@ -1,5 +1,6 @@
 #include "cli/bench_dataset.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -35,6 +36,7 @@ struct Timeline {
     Clock::time_point first, last;
     int64_t tokens = 0, steps = 0;
     std::vector<TokenId> out;
+    std::vector<SampleResult> logprobs;  // with top_logprobs
 };
 
 struct RunFigures {
@@ -44,10 +46,18 @@ struct RunFigures {
     double throughput = 0;       // every request's tokens over the wall time
     EngineStats stats;
     std::vector<std::vector<TokenId>> outputs;
+    std::vector<std::vector<SampleResult>> logprobs;  // with top_logprobs
 };
 
+// A greedy decision closer than this (top-2 logit margin of the run without drafts) may flip
+// between the GPU's kernels for one row and for k + 1 rows; the GPU's exactness bound.
+constexpr double kNearTie = 1e-3;
+
+// With top_logprobs >= 0 every token's logprob and top alternatives come back too (the rows
+// are then sampled on the host: such a run is for the margins, not for timing).
 RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& records,
-                    int64_t concurrency, bool speculate, const DatasetBenchOptions& o) {
+                    int64_t concurrency, bool speculate, const DatasetBenchOptions& o,
+                    int64_t top_logprobs = -1) {
     EngineConfig ec;
     ec.check_invariants = false;
     ec.scheduler.max_num_seqs = concurrency;
@@ -67,6 +77,7 @@ RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& rec
         p.temperature = 0;
         p.ignore_eos = true;
         p.max_tokens = static_cast<int64_t>(r.answer.size());
+        p.top_logprobs = top_logprobs;
         if (o.force) p.forced_tokens = r.answer;
         handles[next] = engine.submit(r.prompt, p);
         active.push_back(next++);
@@ -90,6 +101,7 @@ RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& rec
                     t.last = now;
                     t.tokens += static_cast<int64_t>(out.tokens.size());
                     t.out.insert(t.out.end(), out.tokens.begin(), out.tokens.end());
+                    t.logprobs.insert(t.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
                     got = true;
                 }
                 finished = finished || out.finished;
@@ -112,6 +124,7 @@ RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& rec
     for (const Timeline& t : lines) {
         total += t.tokens;
         f.outputs.push_back(t.out);
+        f.logprobs.push_back(t.logprobs);
         const double span = std::chrono::duration<double>(t.last - t.first).count();
         if (t.tokens < 2 || t.steps < 2 || span <= 0) continue;
         f.tok_s_per_seq += double(t.tokens - 1) / span;
@@ -125,6 +138,42 @@ RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& rec
     f.throughput = double(total) / f.wall_s;
     f.stats = engine.stats();
     return f;
+}
+
+// Where greedy outputs with drafts differ from those without (a GPU run): the plain run's top-2
+// margin at each request's first differing position, from a plain run again with logprobs (its
+// tokens must be the plain run's up to there, or the margin says nothing).
+struct Divergences {
+    int64_t differing = 0, near_ties = 0;
+    double largest_margin = 0;  // of the divergences that are not near-ties
+};
+
+Divergences divergences(WorkerGroup& workers, const std::vector<CodeEditRecord>& records,
+                        int64_t concurrency, const DatasetBenchOptions& o, const RunFigures& plain,
+                        const RunFigures& spec) {
+    Divergences d;
+    RunFigures probed;
+    for (size_t i = 0; i < records.size(); ++i) {
+        const std::vector<TokenId>&a = plain.outputs[i], &b = spec.outputs[i];
+        if (a == b) continue;
+        ++d.differing;
+        if (probed.outputs.empty()) probed = run_once(workers, records, concurrency, false, o, 2);
+        size_t at = 0;
+        while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+        const std::vector<TokenId>& again = probed.outputs[i];
+        const std::vector<SampleResult>& lp = probed.logprobs[i];
+        double margin = 0;
+        if (at < lp.size() && lp[at].top.size() >= 2 && again.size() > at &&
+            std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(at), again.begin()))
+            margin = double(lp[at].top[0].logprob) - double(lp[at].top[1].logprob);
+        else
+            margin = -1;  // the logprob run itself went another way before: a near-tie too
+        if (margin < kNearTie)
+            ++d.near_ties;
+        else
+            d.largest_margin = std::max(d.largest_margin, margin);
+    }
+    return d;
 }
 
 }  // namespace
@@ -184,6 +233,7 @@ nlohmann::ordered_json run_dataset_bench(WorkerGroup& workers,
         const RunFigures plain = run_once(workers, records, c, false, o);
         const RunFigures spec = run_once(workers, records, c, true, o);
         int64_t differ = 0;
+        Divergences div;
         for (size_t i = 0; i < records.size(); ++i) {
             if (o.force &&
                 (plain.outputs[i] != records[i].answer || spec.outputs[i] != records[i].answer))
@@ -198,6 +248,7 @@ nlohmann::ordered_json run_dataset_bench(WorkerGroup& workers,
                 "bench-model --dataset: {} of {} greedy outputs with ngram drafts differ from "
                 "those without on the CPU (speculation must not change greedy output)",
                 differ, records.size());
+        if (differ > 0 && !o.force) div = divergences(workers, records, c, o, plain, spec);
         const double accept =
             spec.stats.spec_draft_tokens > 0
                 ? double(spec.stats.spec_accepted_tokens) / double(spec.stats.spec_draft_tokens)
@@ -225,7 +276,9 @@ nlohmann::ordered_json run_dataset_bench(WorkerGroup& workers,
                            {"none", figures(plain)},
                            {"ngram", sj},
                            {"speedup_per_seq", speedup},
-                           {"outputs_differing", differ}});
+                           {"outputs_differing", differ},
+                           {"differing_at_near_tie", div.near_ties},
+                           {"largest_divergence_margin", div.largest_margin}});
         if (!o.json) {
             std::printf("%-11lld %-6s %14.1f %12.1f %14.2f %10s %10s %8s\n", (long long)c, "none",
                         plain.tok_s_per_seq, plain.throughput, plain.tokens_per_step, "-", "-", "");
@@ -235,9 +288,14 @@ nlohmann::ordered_json run_dataset_bench(WorkerGroup& workers,
                         (long long)spec.stats.spec_draft_tokens, speedup);
             if (differ > 0)
                 std::printf(
-                    "            %lld of %zu greedy outputs differ with drafts (a near-tie "
-                    "between the GPU's kernels)\n",
-                    (long long)differ, records.size());
+                    "            %lld of %zu greedy outputs differ with drafts: %lld where the "
+                    "run without had a top-2 margin below %g (a near-tie between the GPU's "
+                    "kernels)%s\n",
+                    (long long)differ, records.size(), (long long)div.near_ties, kNearTie,
+                    div.near_ties < differ
+                        ? fmt::format(", the rest at margins up to {:.3g}", div.largest_margin)
+                              .c_str()
+                        : "");
         }
     }
     return results;

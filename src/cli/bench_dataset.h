@@ -36,7 +36,8 @@ struct DatasetBenchOptions {
 // Runs every record at each concurrency without and with speculation, prints the table (unless
 // json) and returns the figures. Forced runs must reproduce the answers, and greedy runs with
 // drafts the tokens of the runs without (on the CPU exactly; a GPU run reports how many differ,
-// since a near-tie may flip between kernels).
+// since a near-tie may flip between kernels, and how many of those differ first where the run
+// without had a top-2 margin below 1e-3, from another run without, with logprobs).
 nlohmann::ordered_json run_dataset_bench(WorkerGroup& workers,
                                          const std::vector<CodeEditRecord>& records,
                                          const DatasetBenchOptions& options);

@@ -508,8 +508,10 @@ int run_bench(const BenchArgs& in) {
         std::printf("all-reduce: %s\n", comm->measured_all_reduce().c_str());
 
     std::mt19937 rng(1);
-    std::vector<float> logits(
-        static_cast<size_t>(std::max(max_batch * (a.spec_len + 1), a.prompt_len) * c.vocab_size));
+    // The most logit rows of a step: every row of a verifying step (a prefill step gives one a
+    // sequence, and has at most max_batch of them), never one a prompt token (32k prompts would
+    // have asked 21 GB here).
+    std::vector<float> logits(static_cast<size_t>(max_batch * (a.spec_len + 1) * c.vocab_size));
     // Where the backend samples (one GPU), steps choose greedy tokens there and copy back only
     // their ids, as the server does; otherwise every logit row comes back to the host.
     const bool device_tokens = workers.backend_samples();

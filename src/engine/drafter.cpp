@@ -39,4 +39,10 @@ int64_t next_draft_limit(int64_t limit, int64_t drafted, int64_t accepted, int64
     return std::clamp<int64_t>(accepted == drafted ? drafted + 1 : accepted + 1, 1, max);
 }
 
+int64_t next_draft_rest(int64_t misses, int64_t rest_after) {
+    if (rest_after <= 0 || misses < rest_after) return 0;
+    const int64_t over = std::min<int64_t>(misses - rest_after, 4);
+    return int64_t{2} << over;
+}
+
 }  // namespace myriad

@@ -33,6 +33,9 @@ struct SpeculativeConfig {
     int64_t prompt_lookup_max = 4;       // ngram: the longest suffix matched
     int64_t prompt_lookup_min = 1;       // ngram: the shortest
     std::string draft_model;             // eagle3: the draft checkpoint folder (--draft-model)
+    // Drafts refused whole in a row before a sequence rests from drafting (next_draft_rest);
+    // 0: never rests.
+    int64_t rest_after_misses = 2;
 };
 
 // "ngram", "mtp", "eagle3" (or "none") from --speculative; bad input names the flag otherwise.
@@ -71,5 +74,12 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& config, WorkerGro
 // `accepted` of them: the draft length the sequence allows next (all accepted: one more, up to
 // `max`; else one more than were accepted), so K follows the recent acceptance.
 int64_t next_draft_limit(int64_t limit, int64_t drafted, int64_t accepted, int64_t max);
+
+// After `misses` drafts in a row of which the model took no token: the steps the sequence goes
+// without a draft before it tries again. None before `rest_after` misses (0: never), then 2, 4,
+// 8, 16 and at most 32 steps a miss more, so that a sequence the drafter cannot predict (a
+// model writing new text) decodes one row a step, and one whose text turns to copying finds its
+// drafts again within 32 steps.
+int64_t next_draft_rest(int64_t misses, int64_t rest_after);
 
 }  // namespace myriad

@@ -222,8 +222,8 @@ void Engine::finish(Sequence* seq, FinishReason reason, RequestOutput out) {
 }
 
 // Speculation: every decoding sequence that may take a draft gets one from the drafter (maybe
-// empty). Not while forced tokens remain (they are not sampled; unless draft_forced), nor past
-// the context.
+// empty). Not while forced tokens remain (they are not sampled; unless draft_forced), nor while
+// it rests after drafts that kept missing (next_draft_rest), nor past the context.
 void Engine::propose_drafts() {
     if (!drafter_) return;
     std::vector<Sequence*> seqs;
@@ -232,6 +232,10 @@ void Engine::propose_drafts() {
         if (!seq->decoding()) continue;
         if (!config_.draft_forced && seq->processor.forced(seq->num_output()) >= 0) continue;
         if (seq->handle && seq->handle->paused()) continue;
+        if (seq->draft_rest > 0) {  // its drafts kept missing (next_draft_rest)
+            --seq->draft_rest;
+            continue;
+        }
         if (seq->draft_limit == 0) seq->draft_limit = config_.speculative.num_speculative_tokens;
         seqs.push_back(seq);
     }
@@ -303,6 +307,7 @@ bool Engine::step() {
     update.vocab = limits.vocab;
     update.max_model_len = max_model_len_;
     update.max_draft = drafter_ ? config_.speculative.num_speculative_tokens : 0;
+    update.rest_after_misses = config_.speculative.rest_after_misses;
     update.backend_samples = limits.backend_samples;
     update.observer = &config_.logits_observer;
     StepCounts counts;

@@ -39,6 +39,10 @@ struct Sequence {
     // adapts to the sequence's recent acceptance; 0 until the engine's drafter sets it).
     std::vector<TokenId> draft;
     int64_t draft_limit = 0;
+    // Drafts refused whole in a row, and the steps it now goes without one (a sequence whose
+    // drafts keep missing stops paying for their rows: next_draft_rest).
+    int64_t draft_misses = 0;
+    int64_t draft_rest = 0;
     NgramIndex ngram_index;  // the ngram drafter's lookup over tokens (empty unless it runs)
 
     int64_t num_output() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }

@@ -114,6 +114,8 @@ std::vector<SeqOutcome> update_after_step(const std::vector<ScheduledSeq>& batch
             counts.accepted_tokens += accepted;
             seq.draft_limit =
                 next_draft_limit(seq.draft_limit, s.draft, accepted, limits.max_draft);
+            seq.draft_misses = accepted > 0 ? 0 : seq.draft_misses + 1;
+            seq.draft_rest = next_draft_rest(seq.draft_misses, limits.rest_after_misses);
         }
         counts.pad_rows += s.pad;
         if (s.draft + s.pad > 0) {

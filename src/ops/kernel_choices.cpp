@@ -93,6 +93,8 @@ const std::vector<Field>& fields() {
         count("narrow_product_blocks", &K::narrow_product_blocks, 0, "a number of blocks"),
         count("skinny_split_blocks", &K::skinny_split_blocks, 0, "a number of blocks (0: off)"),
         count("skinny_max_split", &K::skinny_max_split, 1, "a number of shares, 1 or more"),
+        count("skinny_split_full_rounds", &K::skinny_split_full_rounds, 2,
+              "a number of rounds, 2 or more"),
         count("moe_mma_rows", &K::moe_mma_rows, 0, "a number of rows"),
         count("moe_mma_tokens", &K::moe_mma_tokens, 1, "a number of tokens, 1 or more"),
         variant("grouped_mma", &K::grouped_mma, {V::V1, V::V2}, "v1 or v2"),
@@ -231,8 +233,10 @@ std::vector<std::string> KernelChoices::lines() const {
     const std::string split =
         skinny_split_blocks > 0 && skinny_max_split > 1 && skinny == KernelVariant::V2 &&
                 !skinny_single_load
-            ? fmt::format(" (K in up to {} shares where a product has fewer than {} blocks)",
-                          skinny_max_split, skinny_split_blocks)
+            ? fmt::format(" (K in up to {} shares where a product has fewer than {} blocks, "
+                          "from {} blocks only at {} rounds or more)",
+                          skinny_max_split, skinny_split_blocks, gpu.sms > 0 ? gpu.sms : 132,
+                          skinny_split_full_rounds)
             : "";
     if (s.bf16)
         out.push_back(fmt::format("BF16 linears: {}{} {}{}", skinny_kernel, split, rows,

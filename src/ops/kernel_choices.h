@@ -92,6 +92,10 @@ struct KernelChoices {
     // and the rank's BF16 products went at 18 % of the copy rate. 0: never split.
     int64_t skinny_split_blocks = 2 * 132;
     int64_t skinny_max_split = 8;
+    // ...but a product whose blocks already fill the multiprocessors (at least gpu.sms) splits
+    // only when a block runs at least this many rounds: Moonlight's shared gate+up (176 blocks,
+    // two rounds) gained nothing from the split but the join, and batch 1 went 3.2 % slower.
+    int64_t skinny_split_full_rounds = 3;
 
     // ---- routed experts ----
     // The tensor cores (BF16 inputs) take the routed experts past this many rows an expert...

@@ -550,7 +550,8 @@ void launch_glu(const SkinnyArgs& a, cudaStream_t s) {
 
 // Shares of K for a dense product of `blocks` column blocks (and z row passes) whose K takes
 // `rounds` rounds: enough to make kc.skinny_split_blocks blocks, at most one round each and
-// kc.skinny_max_split, where the caller's workspace holds the shares' sums; 1: no split.
+// kc.skinny_max_split, where the caller's workspace holds the shares' sums; 1: no split. A
+// product that fills the multiprocessors already splits only from skinny_split_full_rounds.
 // (A product of few columns and large K, such as Kimi-K2's replicated kv_a of 576 x 7168 at
 // TP 8, otherwise runs 72 blocks on 132 multiprocessors, each through four rounds.)
 int skinny_split(const SkinnyArgs& a, const KernelChoices& kc, int64_t blocks, int64_t z,
@@ -558,6 +559,8 @@ int skinny_split(const SkinnyArgs& a, const KernelChoices& kc, int64_t blocks, i
     if (a.tiles || a.table || a.groups != 1 || a.x_rows || z != 1 || rounds < 2 ||
         a.split_partials == nullptr || blocks >= kc.skinny_split_blocks)
         return 1;
+    const int64_t sms = kc.gpu.sms > 0 ? kc.gpu.sms : 132;
+    if (blocks >= sms && rounds < kc.skinny_split_full_rounds) return 1;
     int64_t split = (kc.skinny_split_blocks + blocks - 1) / blocks;
     split = std::min(std::min(split, rounds), kc.skinny_max_split);
     while (split > 1 && split * a.m * a.n * (glu ? 2 : 1) > a.split_floats) --split;
