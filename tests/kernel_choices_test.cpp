@@ -108,9 +108,15 @@ TEST(KernelChoices, MoonlightAtTp1) {
     EXPECT_EQ(s.vocab, 163840);
     EXPECT_TRUE(s.bf16 && s.nvfp4 && !s.fp8_block && !s.int4);
     const KernelChoices k = KernelChoices::choose(kH200, s);
-    // Decode attention: version 2 at batch 1 (one block of 16 heads), version 3 from batch 2.
+    // Decode attention: version 2 at batch 1 (one block of 16 heads), version 3 from batch 2,
+    // and at batch 1 too from 2,048 tokens of context.
     EXPECT_FALSE(k.decode_v3(1, 16));
     EXPECT_TRUE(k.decode_v3(2, 16));
+    EXPECT_FALSE(k.decode_v3(1, 16, 2047));
+    EXPECT_TRUE(k.decode_v3(1, 16, 2048));
+    KernelChoices never = k;
+    never.apply_overrides("decode_long_context=0");
+    EXPECT_FALSE(never.decode_v3(1, 16, 1 << 20));
     // Version 2's eight warps while (row, head) pairs are fewer than the 132 multiprocessors:
     // batch 8 (128 pairs) still, batch 9 (144) not.
     EXPECT_EQ(k.decode_v2_threads(8 * 16), 256);
@@ -137,7 +143,8 @@ TEST(KernelChoices, MoonlightAtTp1) {
         << all;
     EXPECT_TRUE(has(all,
                     "latent cache in BF16: version 2 (CUDA cores) below batch 2, version 3 "
-                    "(tensor cores, 16 heads a block) from it (16 heads here)"))
+                    "(tensor cores, 16 heads a block) from it or from 2048 tokens of context (16 "
+                    "heads here)"))
         << all;
     EXPECT_FALSE(has(all, "overrides")) << all;
 }

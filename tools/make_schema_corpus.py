@@ -83,8 +83,21 @@ for f, ok, bad in [("date", ["2024-02-28", "1999-12-31", "2024-02-29", "2000-02-
                     ["2024-01-01 00:00", "2100-02-29T12:00:00Z"]),
                    ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567"]),
                    ("email", ["a.b@example.com"], ["no-at-sign"]),
-                   ("ipv4", ["192.168.0.1"], ["256.1.1.1"])]:
+                   ("ipv4", ["192.168.0.1"], ["256.1.1.1"]),
+                   ("ipv6", ["::1", "2001:db8::8a2e:370:7334", "::ffff:192.0.2.1", "fe80::",
+                             "1:2:3:4:5:6:7:8"], ["1:2:3:4:5:6:7:8:9", "2001:db8:::1", "::g",
+                                                  "::ffff:256.0.0.1"]),
+                   ("duration", ["P1D", "P3Y6M4DT12H30M5S", "PT36H", "P4W", "PT0S"],
+                    ["P", "PT", "1D", "P1DT", "P1H"]),
+                   ("uri", ["https://example.com/a/b?c=d#e", "mailto:a@b.c", "urn:isbn:0451450523",
+                            "file:///etc/hosts", "http://u:p@host:8080/p%20q"],
+                    ["//example.com", "http://a b", "no-scheme", "http://x/%zz", "1http://x"])]:
     case(f"format_{f}", {"type": "string", "format": f}, ok, bad)
+case("format_uri_in_tool", {"type": "object", "properties": {"url": {"type": "string", "format": "uri"},
+                                                            "prompt": {"type": "string"}},
+                            "required": ["url", "prompt"], "additionalProperties": False},
+     [{"url": "https://docs.example.org/guide?x=1", "prompt": "summarize"}],
+     [{"url": "docs.example.org", "prompt": "p"}, {"url": "https://a", "prompt": 1}])
 
 int_bounds = [(0, None), (1, None), (-5, None), (None, 0), (None, -1), (None, 100), (0, 9),
               (10, 99), (-10, 10), (-100, -50), (7, 7), (0, 1000000), (123, 4567), (-1, 0),
@@ -644,9 +657,9 @@ tool_case("create_pull_request", {
      {"title": "t", "head": "h", "base": "b", "draft": None}])
 
 # More schemas the grammar must refuse (with the keyword its 400 names).
-case("unsupported_format_uri", {"type": "object", "properties": {"url": {"type": "string", "format": "uri"}},
-                                "required": ["url"]}, error="format")
-case("unsupported_format_ipv6", {"type": "string", "format": "ipv6"}, error="format")
+case("unsupported_format_uri_reference", {"type": "object", "properties": {
+    "url": {"type": "string", "format": "uri-reference"}}, "required": ["url"]}, error="format")
+case("unsupported_format_idn_hostname", {"type": "string", "format": "idn-hostname"}, error="format")
 case("unsupported_word_boundary", {"type": "string", "pattern": "\\bword\\b"}, error="pattern")
 case("unsupported_allof_two_patterns", {"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "b$"}]}, error="pattern")
 case("unsupported_oneof_discriminated", {"oneOf": [

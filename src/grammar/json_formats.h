@@ -1,5 +1,5 @@
 // JSON Schema `format` values the grammar enforces, each as a regular expression over the
-// string's contents: date-time, date, time, uuid, email, ipv4.
+// string's contents: date-time, date, time, duration, uuid, email, ipv4, ipv6, uri.
 #pragma once
 
 #include <optional>

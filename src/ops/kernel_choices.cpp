@@ -104,6 +104,8 @@ const std::vector<Field>& fields() {
         variant("decode_attention", &K::decode_attention, {V::Auto, V::V2, V::V3},
                 "auto, v2 or v3"),
         count("decode_mma_blocks", &K::decode_mma_blocks, 1, "a number of blocks, 1 or more"),
+        count("decode_long_context", &K::decode_long_context, 0,
+              "a number of tokens (0: never)"),
         {"decode_threads", "auto, 128 or 256",
          [](K& k, const std::string& v) {
              if (v != "auto" && v != "128" && v != "256") return false;
@@ -291,8 +293,13 @@ std::vector<std::string> KernelChoices::lines() const {
                                  s.heads)
                            : fmt::format(
                                  "version 2 (CUDA cores) below batch {}, version 3 "
-                                 "(tensor cores, 16 heads a block) from it ({} heads here)",
-                                 from, s.heads);
+                                 "(tensor cores, 16 heads a block) from it{} ({} heads here)",
+                                 from,
+                                 decode_long_context > 0
+                                     ? fmt::format(" or from {} tokens of context",
+                                                   decode_long_context)
+                                     : "",
+                                 s.heads);
     } else {
         decode = fmt::format(
             "version 3 (tensor cores, 16 heads a block) from {} blocks a step, else version 2",

@@ -125,6 +125,12 @@ struct KernelChoices {
     // Moonlight V3's 16 blocks took 10.9 us a layer against V2's 9.0 over 256; at batch 2 V3
     // gave 501 tok/s against 475; at batch 64 29.6 + 4.1 us against 234.
     int64_t decode_mma_blocks = 2;
+    // ...or from this many tokens of context (the step's longest sequence) at any batch: V2 runs
+    // a block per head and split, so each head reads the latent cache again, where V3 reads it
+    // once for 16 heads. Moonlight, batch 1 (bench-model, H200): V2 -> V3 at 512 tokens 2.90 ->
+    // 2.94 ms a step, at 8,192 4.78 -> 3.80, at 32,768 10.61 -> 6.33. A captured graph is keyed
+    // by this too (CudaOps::decode_key), so replays keep the choice of their context.
+    int64_t decode_long_context = 2048;
     // V2's threads a block: 0 chooses 256 while the (row, head) pairs are fewer than
     // decode_wide_pairs and 128 from there; 128 or 256 forces it (tests run both).
     int decode_threads = 0;
@@ -166,12 +172,17 @@ struct KernelChoices {
     bool moe_tensor_cores(int64_t tokens, int64_t mean_rows) const {
         return !exact && (mean_rows > moe_mma_rows || tokens >= moe_mma_tokens);
     }
-    // Whether decode attention over `rows` query rows of `heads` heads takes version 3 (when
-    // the cache and shape allow it).
-    bool decode_v3(int64_t rows, int64_t heads) const {
+    // Whether decode attention over `rows` query rows of `heads` heads, the longest sequence
+    // `context` tokens, takes version 3 (when the cache and shape allow it).
+    bool decode_v3(int64_t rows, int64_t heads, int64_t context = 0) const {
         if (decode_attention == KernelVariant::V3) return true;
         if (decode_attention != KernelVariant::Auto) return false;
-        return rows * ((heads + 15) / 16) >= decode_mma_blocks;
+        return rows * ((heads + 15) / 16) >= decode_mma_blocks || decode_long(context);
+    }
+    // Whether a step whose longest sequence has `context` tokens counts as long for decode
+    // attention (decode_long_context; 0: never).
+    bool decode_long(int64_t context) const {
+        return decode_long_context > 0 && context >= decode_long_context;
     }
     // Version 2's threads a block for `pairs` (row, head) pairs.
     int decode_v2_threads(int64_t pairs) const {

@@ -844,7 +844,7 @@ namespace {
 // Whether the third version runs: where it takes the shape, when the choices say so (by default
 // from two blocks of 16 heads: KernelChoices::decode_mma_blocks).
 bool use_mma(const AttnArgs& a, const KernelChoices& kc) {
-    return kc.decode_v3(a.row_end - a.row_begin, a.heads) && decode_mma_takes(a);
+    return kc.decode_v3(a.row_end - a.row_begin, a.heads, a.context) && decode_mma_takes(a);
 }
 
 // The second version's threads a block and layout: the choices' threads for the (row, head)

@@ -259,6 +259,7 @@ void CudaOps::mla_attention_absorbed(Tensor q_lat, Tensor q, int64_t nope_dim,
     a.row_begin = seqs[seq_begin].q_begin;
     a.row_end = seqs[seq_end - 1].q_begin + seqs[seq_end - 1].q_len;
     a.seq_begin = static_cast<int64_t>(seq_begin);
+    for (size_t i = seq_begin; i < seq_end; ++i) a.context = std::max(a.context, seqs[i].ctx_len);
     a.scale = softmax_scale;
     a.out = o_lat.ptr<float>();
     // Few blocks (small decode batches): split the keys over several blocks each so the

@@ -10,6 +10,7 @@
 // sequence (speculation; the absorbed decode attention takes the rows of a sequence causally, so
 // the recorded kernels are those of any step of the shape). A step whose sequences carry drafts
 // of different lengths, or mix drafting and plain sequences, runs op by op.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -24,12 +25,21 @@ namespace myriad::cuda {
 namespace {
 // Steps of more rows than this run op by op (each graph is captured once and kept).
 constexpr int64_t kMaxGraphRows = 512;
-// A key is sequences * kKeyRowsBase + rows a sequence (so at most kKeyRowsBase - 1 rows).
+// A key is sequences * kKeyRowsBase + rows a sequence (so at most kKeyRowsBase - 1 rows), plus
+// kKeyLong where the longest context is long for decode attention (KernelChoices::decode_long:
+// another kernel, so another graph).
 constexpr int64_t kKeyRowsBase = 64;
+constexpr int64_t kKeyLong = int64_t{1} << 40;
 std::atomic<int64_t> g_replays{0}, g_verify_replays{0};
 
+int64_t key_seqs(int64_t key) {
+    return key % kKeyLong / kKeyRowsBase;
+}
+int64_t key_rows_a_seq(int64_t key) {
+    return key % kKeyRowsBase;
+}
 int64_t key_rows(int64_t key) {
-    return key / kKeyRowsBase * (key % kKeyRowsBase);
+    return key_seqs(key) * key_rows_a_seq(key);
 }
 std::atomic<int64_t> g_capture_us{0};
 }  // namespace
@@ -46,7 +56,7 @@ double graph_capture_seconds_total() {
     return static_cast<double>(g_capture_us.load()) / 1e6;
 }
 
-int64_t CudaOps::decode_key(const StepInput& st) {
+int64_t CudaOps::decode_key(const StepInput& st) const {
     const int64_t t = st.num_tokens(), n = static_cast<int64_t>(st.seqs.size());
     if (st.eager || t == 0 || n == 0 || t > kMaxGraphRows || t % n != 0 ||
         static_cast<int64_t>(st.logit_rows.size()) != t || !st.logprob_spans.empty())
@@ -59,7 +69,9 @@ int64_t CudaOps::decode_key(const StepInput& st) {
     }
     for (int64_t i = 0; i < t; ++i)
         if (st.logit_rows[static_cast<size_t>(i)] != i) return -1;
-    return n * kKeyRowsBase + r;
+    int64_t context = 0;
+    for (const SeqSlice& s : st.seqs) context = std::max(context, s.ctx_len);
+    return n * kKeyRowsBase + r + (choices_.decode_long(context) ? kKeyLong : 0);
 }
 
 void CudaOps::drop_graphs() {
@@ -97,7 +109,7 @@ void CudaOps::finish_capture(Tensor src) {
         internal_error(
             "CUDA graph capture of a decode step of {} sequences of {} rows failed: {}; run with "
             "MYRIAD_KERNELS=graphs=0",
-            key / kKeyRowsBase, key % kKeyRowsBase, cudaGetErrorString(e));
+            key_seqs(key), key_rows_a_seq(key), cudaGetErrorString(e));
     }
     StepGraph g;
     const cudaError_t ie = cudaGraphInstantiate(&g.exec, graph, 0);
@@ -130,7 +142,7 @@ const void* CudaOps::replay_recording(const StepInput& st, int64_t width) {
     check_cuda(cudaGraphLaunch(it->second.exec, stream_), "graph replay");
     ++graph_replays_;
     ++g_replays;
-    if (key % kKeyRowsBase > 1) ++g_verify_replays;
+    if (key_rows_a_seq(key) > 1) ++g_verify_replays;
     return it->second.out;
 }
 

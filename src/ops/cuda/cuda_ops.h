@@ -255,8 +255,9 @@ class CudaOps final : public Ops {
 
     // ---- CUDA graphs (cuda_graphs.cpp) ----
     // The graph key of a decode step: every sequence q_len r (1, or a draft of r - 1 tokens),
-    // logits for every row, in order; sequences * 64 + r, else -1 (cuda_graphs.cpp).
-    static int64_t decode_key(const StepInput& st);
+    // logits for every row, in order; sequences * 64 + r (plus a flag where the context is long
+    // for decode attention: KernelChoices::decode_long), else -1 (cuda_graphs.cpp).
+    int64_t decode_key(const StepInput& st) const;
     // Fills the pinned staging block and uploads it (begin_step without the bookkeeping).
     void stage_step(const StepInput& st);
     void drop_graphs();

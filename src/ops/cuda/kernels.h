@@ -191,6 +191,7 @@ struct AttnArgs {
     KvView cache;                        // absorbed
     int64_t row_begin = 0, row_end = 0;  // query rows
     int64_t seq_begin = 0;
+    int64_t context = 0;  // absorbed: the longest context of the sequences (decode_long_context)
     float scale = 1.0f;
     float* out = nullptr;  // [T, H, dv]
     // Absorbed form: each (row, head) split over `splits` blocks of keys (flash decoding) when
