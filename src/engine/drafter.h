@@ -34,8 +34,12 @@ struct SpeculativeConfig {
     int64_t prompt_lookup_min = 1;       // ngram: the shortest
     std::string draft_model;             // eagle3: the draft checkpoint folder (--draft-model)
     // Drafts refused whole in a row before a sequence rests from drafting (next_draft_rest);
-    // 0: never rests.
-    int64_t rest_after_misses = 2;
+    // 0: never rests. Off by default: on the GPU, resting after 2 misses made the v2lite BF16
+    // golden's ngram run part from the plain run at a top-2 margin of 0.2 of its largest logit
+    // (tests/gpu/speculative_test.cpp with MYRIAD_TEST_REST=2), which the CPU does not show
+    // with the same engine path (backend sampling, padding): a GPU fault in some step shape
+    // that resting brings about, not yet found.
+    int64_t rest_after_misses = 0;
 };
 
 // "ngram", "mtp", "eagle3" (or "none") from --speculative; bad input names the flag otherwise.
