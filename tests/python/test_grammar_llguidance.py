@@ -36,7 +36,8 @@ CASES = ["type_integer", "type_boolean", "type_null", "type_array_int_bool", "in
          "array_count_0_3", "array_count_3_6", "array_count_1_None", "array_count_2_2",
          "enum_strings", "enum_mixed", "enum_size_20", "enum_size_100", "const_object",
          "object_all_required", "object_nested", "ref_tree", "ref_linked_list", "nested_depth_07", "allof_bounds",
-         "oneof_consts", "format_date", "format_uuid", "format_ipv4", "pattern_01", "pattern_08"]
+         "oneof_consts", "format_date", "format_uuid", "format_ipv4", "format_ipv6", "format_duration",
+         "pattern_01", "pattern_08"]
 
 
 @pytest.fixture(scope="module")
