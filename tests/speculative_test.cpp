@@ -134,8 +134,8 @@ TEST(SpeculativeKinds, DraftsThatKeepMissingRest) {
         EXPECT_GT(st.spec_drafts, 0);
         drafts[rest_after == 0] = st.spec_drafts;
     }
-    EXPECT_LT(2 * drafts[0], drafts[1]) << "resting ran " << drafts[0] << " drafts, not resting "
-                                        << drafts[1];
+    EXPECT_LT(2 * drafts[0], drafts[1])
+        << "resting ran " << drafts[0] << " drafts, not resting " << drafts[1];
 }
 
 // Every sampling kind (greedy, temperatures with top-k/top-p/min-p, penalties, logit bias,

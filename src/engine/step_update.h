@@ -44,7 +44,7 @@ struct StepCounts {
 struct UpdateLimits {
     int64_t vocab = 0;
     int64_t max_model_len = 0;
-    int64_t max_draft = 0;  // --num-speculative-tokens (0: no speculation)
+    int64_t max_draft = 0;          // --num-speculative-tokens (0: no speculation)
     int64_t rest_after_misses = 0;  // SpeculativeConfig::rest_after_misses
     bool backend_samples = false;
     const std::function<void(uint64_t, int64_t, const float*)>* observer = nullptr;

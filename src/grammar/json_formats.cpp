@@ -73,10 +73,10 @@ std::optional<std::string> format_pattern(std::string_view f) {
         const std::string path = "(?:/" + pchar + "*)*";
         const std::string authority =
             "(?:" + std::string(kUserInfo) + ")?" + kRegName + "(?::[0-9]*)?";
-        const std::string hier = "(?://" + authority + path + "|/(?:" + pchar + "+" + path +
-                                 ")?|" + pchar + "+" + path + ")?";
-        return "^[A-Za-z][A-Za-z0-9+.-]*:" + hier + "(?:\\?(?:" + pchar + "|[/?])*)?(?:#(?:" +
-               pchar + "|[/?])*)?$";
+        const std::string hier = "(?://" + authority + path + "|/(?:" + pchar + "+" + path + ")?|" +
+                                 pchar + "+" + path + ")?";
+        return "^[A-Za-z][A-Za-z0-9+.-]*:" + hier + "(?:\\?(?:" + pchar +
+               "|[/?])*)?(?:#(?:" + pchar + "|[/?])*)?$";
     }
     return std::nullopt;
 }

@@ -104,8 +104,7 @@ const std::vector<Field>& fields() {
         variant("decode_attention", &K::decode_attention, {V::Auto, V::V2, V::V3},
                 "auto, v2 or v3"),
         count("decode_mma_blocks", &K::decode_mma_blocks, 1, "a number of blocks, 1 or more"),
-        count("decode_long_context", &K::decode_long_context, 0,
-              "a number of tokens (0: never)"),
+        count("decode_long_context", &K::decode_long_context, 0, "a number of tokens (0: never)"),
         {"decode_threads", "auto, 128 or 256",
          [](K& k, const std::string& v) {
              if (v != "auto" && v != "128" && v != "256") return false;
@@ -235,10 +234,11 @@ std::vector<std::string> KernelChoices::lines() const {
     const std::string split =
         skinny_split_blocks > 0 && skinny_max_split > 1 && skinny == KernelVariant::V2 &&
                 !skinny_single_load
-            ? fmt::format(" (K in up to {} shares where a product has fewer than {} blocks, "
-                          "from {} blocks only at {} rounds or more)",
-                          skinny_max_split, skinny_split_blocks, gpu.sms > 0 ? gpu.sms : 132,
-                          skinny_split_full_rounds)
+            ? fmt::format(
+                  " (K in up to {} shares where a product has fewer than {} blocks, "
+                  "from {} blocks only at {} rounds or more)",
+                  skinny_max_split, skinny_split_blocks, gpu.sms > 0 ? gpu.sms : 132,
+                  skinny_split_full_rounds)
             : "";
     if (s.bf16)
         out.push_back(fmt::format("BF16 linears: {}{} {}{}", skinny_kernel, split, rows,
@@ -287,19 +287,19 @@ std::vector<std::string> KernelChoices::lines() const {
     } else if (s.heads > 0) {
         int64_t from = 1;
         while (!decode_v3(from, s.heads)) ++from;
-        decode = from == 1 ? fmt::format(
-                                 "version 3 (tensor cores, 16 heads a block) at every "
-                                 "batch ({} heads here)",
-                                 s.heads)
-                           : fmt::format(
-                                 "version 2 (CUDA cores) below batch {}, version 3 "
-                                 "(tensor cores, 16 heads a block) from it{} ({} heads here)",
-                                 from,
-                                 decode_long_context > 0
-                                     ? fmt::format(" or from {} tokens of context",
-                                                   decode_long_context)
-                                     : "",
-                                 s.heads);
+        decode = from == 1
+                     ? fmt::format(
+                           "version 3 (tensor cores, 16 heads a block) at every "
+                           "batch ({} heads here)",
+                           s.heads)
+                     : fmt::format(
+                           "version 2 (CUDA cores) below batch {}, version 3 "
+                           "(tensor cores, 16 heads a block) from it{} ({} heads here)",
+                           from,
+                           decode_long_context > 0
+                               ? fmt::format(" or from {} tokens of context", decode_long_context)
+                               : "",
+                           s.heads);
     } else {
         decode = fmt::format(
             "version 3 (tensor cores, 16 heads a block) from {} blocks a step, else version 2",
