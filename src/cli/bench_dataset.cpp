@@ -144,7 +144,7 @@ RunFigures run_once(WorkerGroup& workers, const std::vector<CodeEditRecord>& rec
 // margin at each request's first differing position, from a plain run again with logprobs (its
 // tokens must be the plain run's up to there, or the margin says nothing).
 struct Divergences {
-    int64_t differing = 0, near_ties = 0;
+    int64_t near_ties = 0;
     double largest_margin = 0;  // of the divergences that are not near-ties
 };
 
@@ -156,7 +156,6 @@ Divergences divergences(WorkerGroup& workers, const std::vector<CodeEditRecord>&
     for (size_t i = 0; i < records.size(); ++i) {
         const std::vector<TokenId>&a = plain.outputs[i], &b = spec.outputs[i];
         if (a == b) continue;
-        ++d.differing;
         if (probed.outputs.empty()) probed = run_once(workers, records, concurrency, false, o, 2);
         size_t at = 0;
         while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
